@@ -1,0 +1,185 @@
+//! DMA descriptors of the PEACH2 DMA controller (seed 000 §3.5.2, §4.1.1).
+//!
+//! A descriptor is 32 bytes in host memory (seed 000 §4.1.1: 128 of them fill a 4 KiB page).
+//! The seed gives the size and the contents (source, destination, size, block-stride burst and
+//! gap) but not the bit layout; tca uses this one, little-endian:
+//!
+//! ```text
+//! offset  0: src         u64  source PCIe address
+//! offset  8: dst         u64  destination PCIe address
+//! offset 16: length      u32  bytes per burst (the whole transfer when count = 1)
+//! offset 20: count       u16  bursts (1 = contiguous)
+//! offset 22: flags       u16  LAST ends the chain
+//! offset 24: src_pitch   u32  bytes from one source burst to the next
+//! offset 28: dst_pitch   u32  bytes from one destination burst to the next
+//! ```
+//! The gap of the seed's block-stride mode is `pitch - length`.
+
+/// Size of one descriptor in host memory [bytes].
+pub const DESCRIPTOR_BYTES: usize = 32;
+
+/// This descriptor ends the chain.
+pub const FLAG_LAST: u16 = 1;
+
+/// One DMA request: a contiguous copy or a block-stride copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Descriptor {
+    pub src: u64,
+    pub dst: u64,
+    /// Bytes per burst.
+    pub length: u32,
+    /// Number of bursts.
+    pub count: u16,
+    pub flags: u16,
+    pub src_pitch: u32,
+    pub dst_pitch: u32,
+}
+
+/// A descriptor the DMA controller cannot execute.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DescriptorError {
+    #[error("transfer size {0} B is not a multiple of 4")]
+    SizeNotMultipleOf4(u64),
+    #[error("transfer size is zero")]
+    Empty,
+    #[error("pitch {pitch} B is smaller than the burst length {length} B: bursts would overlap")]
+    Overlap { pitch: u32, length: u32 },
+    #[error("pitch {0} B is not a multiple of 4")]
+    PitchNotMultipleOf4(u32),
+    #[error("unknown descriptor flags {0:#06x}")]
+    UnknownFlags(u16),
+}
+
+impl Descriptor {
+    /// A contiguous copy of `length` bytes.
+    pub fn copy(src: u64, dst: u64, length: u32) -> Self {
+        Self { src, dst, length, count: 1, flags: 0, src_pitch: length, dst_pitch: length }
+    }
+
+    /// A block-stride copy: `count` bursts of `length` bytes, source bursts `src_pitch` apart,
+    /// destination bursts `dst_pitch` apart.
+    pub fn block_stride(src: u64, src_pitch: u32, dst: u64, dst_pitch: u32, length: u32, count: u16) -> Self {
+        Self { src, dst, length, count, flags: 0, src_pitch, dst_pitch }
+    }
+
+    /// Total bytes moved.
+    pub fn bytes(&self) -> u64 {
+        self.length as u64 * self.count as u64
+    }
+
+    /// Checks what the controller requires: 4-byte sizes, non-overlapping bursts, known flags.
+    pub fn validate(&self) -> Result<(), DescriptorError> {
+        if self.length == 0 || self.count == 0 {
+            return Err(DescriptorError::Empty);
+        }
+        if self.length % 4 != 0 {
+            return Err(DescriptorError::SizeNotMultipleOf4(self.length as u64));
+        }
+        if self.flags & !FLAG_LAST != 0 {
+            return Err(DescriptorError::UnknownFlags(self.flags));
+        }
+        if self.count > 1 {
+            for pitch in [self.src_pitch, self.dst_pitch] {
+                if pitch < self.length {
+                    return Err(DescriptorError::Overlap { pitch, length: self.length });
+                }
+                if pitch % 4 != 0 {
+                    return Err(DescriptorError::PitchNotMultipleOf4(pitch));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bursts `(src, dst, length)` in execution order (block-stride expansion).
+    pub fn bursts(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        (0..self.count as u64).map(move |i| {
+            (self.src + i * self.src_pitch as u64, self.dst + i * self.dst_pitch as u64, self.length as u64)
+        })
+    }
+
+    /// Writes the 32-byte wire form.
+    pub fn encode(&self, out: &mut [u8; DESCRIPTOR_BYTES]) {
+        out[0..8].copy_from_slice(&self.src.to_le_bytes());
+        out[8..16].copy_from_slice(&self.dst.to_le_bytes());
+        out[16..20].copy_from_slice(&self.length.to_le_bytes());
+        out[20..22].copy_from_slice(&self.count.to_le_bytes());
+        out[22..24].copy_from_slice(&self.flags.to_le_bytes());
+        out[24..28].copy_from_slice(&self.src_pitch.to_le_bytes());
+        out[28..32].copy_from_slice(&self.dst_pitch.to_le_bytes());
+    }
+
+    /// Reads the 32-byte wire form and validates it.
+    pub fn decode(bytes: &[u8; DESCRIPTOR_BYTES]) -> Result<Self, DescriptorError> {
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+        let u16_at = |o: usize| u16::from_le_bytes(bytes[o..o + 2].try_into().unwrap());
+        let d = Descriptor {
+            src: u64_at(0),
+            dst: u64_at(8),
+            length: u32_at(16),
+            count: u16_at(20),
+            flags: u16_at(22),
+            src_pitch: u32_at(24),
+            dst_pitch: u32_at(28),
+        };
+        d.validate()?;
+        Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn wire_form_round_trips_byte_for_byte() {
+        let mut d = Descriptor::block_stride(0x80_0000_1000, 4096, 0x88_0000_0000, 512, 64, 3);
+        d.flags = FLAG_LAST;
+        let mut buf = [0u8; DESCRIPTOR_BYTES];
+        d.encode(&mut buf);
+        assert_eq!(&buf[16..24], &[64, 0, 0, 0, 3, 0, 1, 0]);
+        assert_eq!(Descriptor::decode(&buf), Ok(d));
+    }
+
+    #[test]
+    fn invalid_descriptors_are_rejected() {
+        assert_eq!(Descriptor::copy(0, 0, 6).validate(), Err(DescriptorError::SizeNotMultipleOf4(6)));
+        assert_eq!(Descriptor::copy(0, 0, 0).validate(), Err(DescriptorError::Empty));
+        assert_eq!(
+            Descriptor::block_stride(0, 8, 0, 64, 16, 2).validate(),
+            Err(DescriptorError::Overlap { pitch: 8, length: 16 })
+        );
+        let mut d = Descriptor::copy(0, 0, 4);
+        d.flags = 0x80;
+        assert_eq!(d.validate(), Err(DescriptorError::UnknownFlags(0x80)));
+    }
+
+    #[test]
+    fn block_stride_expands_to_bursts() {
+        // A face of a 4x4x4 cube of doubles: 4 blocks of 4 doubles, source pitch 4*4*8.
+        let d = Descriptor::block_stride(1000, 128, 5000, 32, 32, 4);
+        let v: Vec<_> = d.bursts().collect();
+        assert_eq!(v, vec![(1000, 5000, 32), (1128, 5032, 32), (1256, 5064, 32), (1384, 5096, 32)]);
+    }
+
+    proptest! {
+        /// Bytes moved = width x count; no two bursts overlap on either side.
+        #[test]
+        fn block_stride_moves_width_times_count_without_overlap(
+            length in 1u32..64, count in 1u16..50, src_extra in 0u32..64, dst_extra in 0u32..64,
+        ) {
+            let length = length * 4;
+            let d = Descriptor::block_stride(4096, length + src_extra * 4, 1 << 20, length + dst_extra * 4, length, count);
+            prop_assert!(d.validate().is_ok());
+            let bursts: Vec<_> = d.bursts().collect();
+            prop_assert_eq!(bursts.iter().map(|b| b.2).sum::<u64>(), d.bytes());
+            prop_assert_eq!(d.bytes(), length as u64 * count as u64);
+            for w in bursts.windows(2) {
+                prop_assert!(w[0].0 + w[0].2 <= w[1].0);
+                prop_assert!(w[0].1 + w[0].2 <= w[1].1);
+            }
+        }
+    }
+}

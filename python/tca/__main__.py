@@ -1,0 +1,3 @@
+from tca.cli import main
+
+raise SystemExit(main())

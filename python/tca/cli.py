@@ -1,0 +1,173 @@
+"""The ``tca`` command line (DESIGN.md, "Interfaces").
+
+    tca platforms [--show NAME]
+    tca bench dma-bw --platform P --experiment fig4|fig5|fig6 [--sizes 8:1M] [--json]
+                     [--plot FILE.png] [--trace FILE.json]
+    tca demo [--out DIR]
+
+Errors in input print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from tca import TcaError, _native, platforms, report
+from tca.bench import dma_bw
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``8:1M`` (powers of two from 8 B to 1 MiB) or ``64,4096,1K`` (a list)."""
+
+    def one(tok: str) -> int:
+        m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", tok, re.IGNORECASE)
+        if not m:
+            raise TcaError(f"bad size '{tok}' (examples: 8, 4K, 1M)")
+        return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
+
+    if ":" in text:
+        lo, hi = (one(t) for t in text.split(":", 1))
+        if lo <= 0 or hi < lo:
+            raise TcaError(f"bad size range '{text}' (expected LOW:HIGH with 0 < LOW <= HIGH)")
+        sizes, n = [], lo
+        while n <= hi:
+            sizes.append(n)
+            n *= 2
+        return sizes
+    return [one(t) for t in text.split(",")]
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, enabled: bool) -> Iterator:
+    """A rich progress bar on stderr when it is a terminal; yields an update callback."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress(
+        f"[bold]{label}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def cmd_platforms(args: argparse.Namespace) -> int:
+    if args.show:
+        p = platforms.load(args.show)
+        print(f"# {p.name}: {p.description}\n# source: {p.source}")
+        print(f"# {'parameter':<40}{'value':<14}source")
+        for prm in p.parameters():
+            cal = f"  [calibrated on {prm['calibrated']}]" if prm["calibrated"] else ""
+            print(f"  {prm['key']:<40}{prm['value']:<14}{prm['source']}{cal}")
+        return 0
+    for path in platforms.available():
+        p = platforms.load(str(path))
+        print(f"{p.name:<28}{p.description}")
+    return 0
+
+
+def run_dma_bw(platform: str, experiment: str, sizes: list[int] | None, trace_path: str | None,
+               show_progress: bool) -> tuple[list[report.Row], str]:
+    p = platforms.load(platform)
+    trace = _native.Trace() if trace_path else None
+    with progress_bar(f"dma-bw {experiment}", show_progress) as update:
+        rows = dma_bw.run(p, experiment, sizes, trace, update)
+    if trace is not None:
+        try:
+            trace.write(trace_path)
+        except ValueError as e:
+            raise TcaError(str(e)) from None
+        if trace.dropped:
+            print(f"tca: trace kept the first {trace.span_count} spans, dropped {trace.dropped}", file=sys.stderr)
+    title = f"tca bench dma-bw {experiment} on {p.name}: {dma_bw.EXPERIMENTS[experiment]}"
+    return rows, title
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.experiment not in dma_bw.EXPERIMENTS:
+        raise TcaError(f"unknown experiment '{args.experiment}' (expected one of: {', '.join(dma_bw.EXPERIMENTS)})")
+    sizes = parse_sizes(args.sizes) if args.sizes else None
+    if sizes and args.experiment == "fig6":
+        raise TcaError("--sizes does not apply to fig6 (4 KB transfers, 1-128 descriptors)")
+    rows, title = run_dma_bw(args.platform, args.experiment, sizes, args.trace, not args.json)
+    if args.plot:
+        from tca.plot import plot
+
+        plot(rows, args.plot, title)
+    if args.json:
+        print(report.to_json(rows))
+    else:
+        print(report.table(rows, title))
+        print()
+        print(report.comparison(rows))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from tca.plot import plot
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print("tca demo: the simulated 2013 PEACH2 testbed (seed 000 §4.1), intra-node DMA.\n")
+    for experiment in dma_bw.EXPERIMENTS:
+        rows, title = run_dma_bw(args.platform, experiment, None, None, True)
+        png = out / f"dma-bw-{experiment}.png"
+        plot(rows, png, title)
+        print(report.table(rows, title))
+        print()
+        print(report.comparison(rows))
+        print(f"# plot: {png}\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tca", description="Tightly Coupled Accelerators: simulated platforms and benchmarks."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("platforms", help="list platforms, or show one's parameters with sources")
+    p.add_argument("--show", metavar="NAME", help="print every parameter of a platform with its source")
+    p.set_defaults(func=cmd_platforms)
+
+    p = sub.add_parser("bench", help="run a benchmark on a simulated platform")
+    bench = p.add_subparsers(dest="benchmark", required=True)
+    d = bench.add_parser("dma-bw", help="intra-node DMA bandwidth (seed 000 §4.1, Fig. 4-6)")
+    d.add_argument("--platform", required=True, help="platform name or .toml file")
+    d.add_argument("--experiment", required=True, help="fig4, fig5 or fig6")
+    d.add_argument("--sizes", help="transfer sizes: LOW:HIGH powers of two or a list (fig4, fig5)")
+    d.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
+    d.add_argument("--plot", metavar="FILE.png", help="write a PNG plot")
+    d.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace-event file (Perfetto)")
+    d.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("demo", help="the main demonstration: seed 000 Fig. 4-6 on the simulated testbed")
+    p.add_argument("--out", default="out", help="directory for the plots (default: out)")
+    p.add_argument("--platform", default="peach2-testbed-2013", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TcaError as e:
+        print(f"tca: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

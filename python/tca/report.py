@@ -1,0 +1,102 @@
+"""Benchmark results: rows, OSU-style tables, the comparison with the seed, JSON.
+
+A row is the unit every benchmark produces (DESIGN.md, "Benchmark output")::
+
+    {"benchmark", "platform", "series", "x", "x_unit", "value", "unit",
+     "paper", "source", "kind"}
+
+``paper`` and ``source`` are the seed's value and where it is stated, when the seed states
+one for this point; ``kind`` is ``calibrated`` (a parameter was fitted to this number),
+``predicted`` (model output not fitted to it) or ``measured`` (real hardware).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class Row:
+    benchmark: str
+    platform: str
+    series: str
+    x: float
+    x_unit: str
+    value: float
+    unit: str
+    paper: float | None = None
+    source: str | None = None
+    kind: str = "predicted"
+
+
+def attach_references(rows: list[Row], references: list[dict], experiment: str) -> None:
+    """Fills ``paper``, ``source`` and ``kind`` from the platform's ``[[reference]]`` entries."""
+    for ref in references:
+        if ref["experiment"] != experiment:
+            continue
+        for row in rows:
+            if row.benchmark == ref["benchmark"] and row.series == ref["series"] and row.x == ref["x"]:
+                row.paper, row.source, row.kind = ref["value"], ref["source"], ref["kind"]
+
+
+def to_json(rows: list[Row]) -> str:
+    return json.dumps([asdict(r) for r in rows], indent=1)
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit == "GB/s":
+        return f"{value:.3f}"
+    if unit == "us":
+        return f"{value:.2f}"
+    return f"{value:.2f}"
+
+
+def _fmt_x(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def table(rows: list[Row], title: str) -> str:
+    """One OSU-style table: a column per series (in order of appearance), a line per x."""
+    series: list[str] = []
+    for r in rows:
+        if r.series not in series:
+            series.append(r.series)
+    xs = sorted({r.x for r in rows})
+    by_key = {(r.series, r.x): r for r in rows}
+    x_unit = rows[0].x_unit if rows else ""
+    x_label = "Size" if x_unit == "B" else x_unit.capitalize()
+    headers = [f"{x_label} ({x_unit})"] + [f"{s} ({_unit_of(rows, s)})" for s in series]
+    widths = [max(12, len(h) + 2) for h in headers]
+    out = [f"# {title}", "# " + "".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for x in xs:
+        cells = [_fmt_x(x)]
+        for s in series:
+            r = by_key.get((s, x))
+            cells.append(_fmt(r.value, r.unit) if r else "-")
+        out.append("  " + "".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+    return "\n".join(out)
+
+
+def _unit_of(rows: list[Row], series: str) -> str:
+    return next(r.unit for r in rows if r.series == series)
+
+
+def comparison(rows: list[Row]) -> str:
+    """The seed's stated values beside the model's, with the ratio and the kind of each."""
+    compared = [r for r in rows if r.paper is not None]
+    if not compared:
+        return "# No value of the seed to compare with."
+    lines = [
+        "# Comparison with the seed (calibrated: a parameter was fitted to this number;"
+        " predicted: it was not)",
+        f"# {'Series':<20}{'x':>10}  {'Model':>10}  {'Seed':>10}  {'Model/Seed':>10}  {'Kind':<11} Source",
+    ]
+    for r in compared:
+        ratio = r.value / r.paper if r.paper else float("nan")
+        x = f"{_fmt_x(r.x)} {r.x_unit}"
+        lines.append(
+            f"  {r.series:<20}{x:>10}  {_fmt(r.value, r.unit) + ' ' + r.unit:>10}  "
+            f"{_fmt(r.paper, r.unit) + ' ' + r.unit:>10}  {ratio:>10.2f}  {r.kind:<11} {r.source}"
+        )
+    return "\n".join(lines)
