@@ -1,0 +1,345 @@
+//! Memory handles: a region of CPU or GPU memory on one node, named by its global PCIe address.
+//!
+//! All nodes of a sub-cluster share one PCIe address map: a window divided among the nodes, and
+//! each node's part among its host memory and GPUs (seed 000 §3.4). A [`Handle`] names a region
+//! in that window, so any node can use another node's handle as a DMA destination. Ranks exchange
+//! handles as raw bytes (an `MPI_Allgather` of `sizeof(tcaHandle)`, SYSTEMS.md §1), so a handle
+//! has a fixed 32-byte little-endian wire form, validated on decode:
+//!
+//! ```text
+//! offset  0: magic     [u8; 4]  b"TCAh"
+//! offset  4: node      u16      owning node, < 16
+//! offset  6: mem       u8       0 = CPU (host memory), 1 = GPU
+//! offset  7: reserved  u8       0
+//! offset  8: addr      u64      global PCIe address of the first byte
+//! offset 16: size      u64      bytes, > 0; addr + size does not overflow
+//! offset 24: id        u32      owner-assigned id, > 0
+//! offset 28: reserved  u32      0
+//! ```
+
+use crate::error::{TcaError, TcaResult};
+use std::collections::BTreeSet;
+
+/// Size of a handle's wire form [bytes] (`sizeof(tcaHandle)`).
+pub const HANDLE_BYTES: usize = 32;
+
+/// Most nodes in one sub-cluster (seed 000 §2.2: 8 to 16 nodes by PCIe cable length; SYSTEMS.md
+/// §1 constraint "at most 16 nodes").
+pub const MAX_NODES: u16 = 16;
+
+/// Most live handles one node registers at a time (tca's limit; the seeds state none).
+pub const MAX_HANDLES: usize = 4096;
+
+/// The magic bytes at offset 0 of a handle's wire form.
+pub const HANDLE_MAGIC: [u8; 4] = *b"TCAh";
+
+const OFF_MAGIC: usize = 0;
+const OFF_NODE: usize = 4;
+const OFF_MEM: usize = 6;
+const OFF_RESERVED8: usize = 7;
+const OFF_ADDR: usize = 8;
+const OFF_SIZE: usize = 16;
+const OFF_ID: usize = 24;
+const OFF_RESERVED32: usize = 28;
+
+/// Where a handle's memory lives (`tcaMemoryCPU` / `tcaMemoryGPU`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryType {
+    /// Host memory behind the CPU's root complex.
+    Cpu,
+    /// GPU memory pinned into PCIe space by GPUDirect RDMA (seed 000 §3.2, §4.1.2).
+    Gpu,
+}
+
+impl MemoryType {
+    /// The wire value (offset 6).
+    pub fn to_byte(self) -> u8 {
+        match self {
+            MemoryType::Cpu => 0,
+            MemoryType::Gpu => 1,
+        }
+    }
+
+    /// The memory type of a wire value.
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] for values other than 0 and 1.
+    pub fn from_byte(b: u8) -> TcaResult<Self> {
+        match b {
+            0 => Ok(MemoryType::Cpu),
+            1 => Ok(MemoryType::Gpu),
+            _ => Err(TcaError::InvalidHandle),
+        }
+    }
+}
+
+/// A registered memory region on one node (`tcaHandle`). Plain data: copy it, send its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handle {
+    /// The owning node.
+    pub node: u16,
+    /// Global PCIe address of the first byte, in the sub-cluster's window (seed 000 §3.4).
+    pub addr: u64,
+    /// Length of the region [bytes].
+    pub size: u64,
+    /// CPU or GPU memory.
+    pub mem: MemoryType,
+    /// Id assigned by the owner's [`HandleTable`]; tells a live handle from a destroyed one.
+    pub id: u32,
+}
+
+impl Handle {
+    /// Checks what every handle must satisfy, wherever it came from.
+    ///
+    /// # Errors
+    /// [`TcaError::TooManyNodes`] for a node id of 16 or more; [`TcaError::InvalidHandle`] for
+    /// a zero size, a zero id or a region that wraps past the end of the address space.
+    pub fn validate(&self) -> TcaResult<()> {
+        if self.node >= MAX_NODES {
+            return Err(TcaError::TooManyNodes);
+        }
+        if self.size == 0 || self.id == 0 || self.addr.checked_add(self.size).is_none() {
+            return Err(TcaError::InvalidHandle);
+        }
+        Ok(())
+    }
+
+    /// The 32-byte wire form (layout in the module doc).
+    pub fn to_bytes(&self) -> [u8; HANDLE_BYTES] {
+        let mut b = [0u8; HANDLE_BYTES];
+        b[OFF_MAGIC..OFF_MAGIC + 4].copy_from_slice(&HANDLE_MAGIC);
+        b[OFF_NODE..OFF_NODE + 2].copy_from_slice(&self.node.to_le_bytes());
+        b[OFF_MEM] = self.mem.to_byte();
+        b[OFF_ADDR..OFF_ADDR + 8].copy_from_slice(&self.addr.to_le_bytes());
+        b[OFF_SIZE..OFF_SIZE + 8].copy_from_slice(&self.size.to_le_bytes());
+        b[OFF_ID..OFF_ID + 4].copy_from_slice(&self.id.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates the wire form.
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] for a wrong length, wrong magic, unknown memory type or
+    /// non-zero reserved bytes, and whatever [`Handle::validate`] rejects.
+    pub fn from_bytes(bytes: &[u8]) -> TcaResult<Self> {
+        let b: &[u8; HANDLE_BYTES] = bytes.try_into().map_err(|_| TcaError::InvalidHandle)?;
+        let mut u16_at = [0u8; 2];
+        let mut u32_at = [0u8; 4];
+        let mut u64_at = [0u8; 8];
+        if b[OFF_MAGIC..OFF_MAGIC + 4] != HANDLE_MAGIC
+            || b[OFF_RESERVED8] != 0
+            || b[OFF_RESERVED32..OFF_RESERVED32 + 4] != [0; 4]
+        {
+            return Err(TcaError::InvalidHandle);
+        }
+        u16_at.copy_from_slice(&b[OFF_NODE..OFF_NODE + 2]);
+        let node = u16::from_le_bytes(u16_at);
+        let mem = MemoryType::from_byte(b[OFF_MEM])?;
+        u64_at.copy_from_slice(&b[OFF_ADDR..OFF_ADDR + 8]);
+        let addr = u64::from_le_bytes(u64_at);
+        u64_at.copy_from_slice(&b[OFF_SIZE..OFF_SIZE + 8]);
+        let size = u64::from_le_bytes(u64_at);
+        u32_at.copy_from_slice(&b[OFF_ID..OFF_ID + 4]);
+        let id = u32::from_le_bytes(u32_at);
+        let h = Handle {
+            node,
+            addr,
+            size,
+            mem,
+            id,
+        };
+        h.validate()?;
+        Ok(h)
+    }
+
+    /// Whether `len` bytes at `offset` lie inside the region.
+    pub fn contains(&self, offset: u64, len: u64) -> bool {
+        offset.checked_add(len).is_some_and(|end| end <= self.size)
+    }
+}
+
+/// The handles one node has created and not yet destroyed (`tcaCreateHandle` /
+/// `tcaDestroyHandle`). Ids count up from 1 and are never reused, so a destroyed handle stays
+/// invalid even when its memory is registered again.
+#[derive(Debug, Clone)]
+pub struct HandleTable {
+    node: u16,
+    next_id: u32,
+    live: BTreeSet<u32>,
+}
+
+impl HandleTable {
+    /// An empty table for `node`.
+    pub fn new(node: u16) -> Self {
+        Self {
+            node,
+            next_id: 1,
+            live: BTreeSet::new(),
+        }
+    }
+
+    /// Registers `size` bytes at global address `addr` of this node.
+    ///
+    /// # Errors
+    /// [`TcaError::OutOfMemory`] when [`MAX_HANDLES`] are live or ids are exhausted, and what
+    /// [`Handle::validate`] rejects.
+    pub fn create(&mut self, addr: u64, size: u64, mem: MemoryType) -> TcaResult<Handle> {
+        if self.live.len() >= MAX_HANDLES || self.next_id == u32::MAX {
+            return Err(TcaError::OutOfMemory);
+        }
+        let h = Handle {
+            node: self.node,
+            addr,
+            size,
+            mem,
+            id: self.next_id,
+        };
+        h.validate()?;
+        self.next_id += 1;
+        self.live.insert(h.id);
+        Ok(h)
+    }
+
+    /// Unregisters `h`.
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] when `h` is not a live handle of this node.
+    pub fn destroy(&mut self, h: &Handle) -> TcaResult<()> {
+        if h.node != self.node || !self.live.remove(&h.id) {
+            return Err(TcaError::InvalidHandle);
+        }
+        Ok(())
+    }
+
+    /// Whether `h` is a live handle of this node.
+    pub fn is_live(&self, h: &Handle) -> bool {
+        h.node == self.node && self.live.contains(&h.id)
+    }
+
+    /// Number of live handles.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Whether no handle is live.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn wire_form_is_byte_exact() {
+        let h = Handle {
+            node: 3,
+            addr: 0x0000_0080_1234_5670,
+            size: 0x1000,
+            mem: MemoryType::Gpu,
+            id: 0x0102_0304,
+        };
+        #[rustfmt::skip]
+        let expected: [u8; 32] = [
+            b'T', b'C', b'A', b'h',
+            3, 0,
+            1,
+            0,
+            0x70, 0x56, 0x34, 0x12, 0x80, 0, 0, 0,
+            0x00, 0x10, 0, 0, 0, 0, 0, 0,
+            0x04, 0x03, 0x02, 0x01,
+            0, 0, 0, 0,
+        ];
+        assert_eq!(h.to_bytes(), expected);
+        assert_eq!(Handle::from_bytes(&expected), Ok(h));
+    }
+
+    #[test]
+    fn bad_bytes_are_rejected() {
+        let h = Handle {
+            node: 1,
+            addr: 4096,
+            size: 64,
+            mem: MemoryType::Cpu,
+            id: 9,
+        };
+        let good = h.to_bytes();
+        assert_eq!(
+            Handle::from_bytes(&good[..31]),
+            Err(TcaError::InvalidHandle)
+        );
+        let mut b = good;
+        b[0] = b'X';
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
+        let mut b = good;
+        b[OFF_MEM] = 2;
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
+        let mut b = good;
+        b[OFF_RESERVED8] = 1;
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
+        let mut b = good;
+        b[31] = 1;
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
+        let mut b = good;
+        b[OFF_NODE] = 16;
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::TooManyNodes));
+        let mut b = good;
+        b[OFF_SIZE..OFF_SIZE + 8].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
+        let mut b = good;
+        b[OFF_ID..OFF_ID + 4].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
+        let mut b = good;
+        b[OFF_ADDR..OFF_ADDR + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
+    }
+
+    #[test]
+    fn table_tells_live_from_destroyed() {
+        let mut t = HandleTable::new(2);
+        let a = t.create(0x1000, 256, MemoryType::Cpu).unwrap();
+        let b = t.create(0x2000, 256, MemoryType::Gpu).unwrap();
+        assert_ne!(a.id, b.id);
+        assert!(t.is_live(&a) && t.is_live(&b));
+        t.destroy(&a).unwrap();
+        assert!(!t.is_live(&a));
+        assert_eq!(t.destroy(&a), Err(TcaError::InvalidHandle));
+        // Same memory registered again gets a new id; the old handle stays dead.
+        let c = t.create(0x1000, 256, MemoryType::Cpu).unwrap();
+        assert!(!t.is_live(&a) && t.is_live(&c));
+        let foreign = Handle { node: 1, ..c };
+        assert_eq!(t.destroy(&foreign), Err(TcaError::InvalidHandle));
+        assert_eq!(
+            t.create(0, 0, MemoryType::Cpu),
+            Err(TcaError::InvalidHandle)
+        );
+        assert_eq!(
+            HandleTable::new(16).create(0, 4, MemoryType::Cpu),
+            Err(TcaError::TooManyNodes)
+        );
+    }
+
+    #[test]
+    fn table_is_bounded() {
+        let mut t = HandleTable::new(0);
+        for i in 0..MAX_HANDLES as u64 {
+            t.create(i * 64, 64, MemoryType::Cpu).unwrap();
+        }
+        assert_eq!(t.create(0, 64, MemoryType::Cpu), Err(TcaError::OutOfMemory));
+        assert_eq!(t.len(), MAX_HANDLES);
+    }
+
+    proptest! {
+        #[test]
+        fn any_valid_handle_round_trips(
+            node in 0u16..MAX_NODES, addr in 0u64..(1 << 48), size in 1u64..(1 << 40),
+            gpu: bool, id in 1u32..,
+        ) {
+            let mem = if gpu { MemoryType::Gpu } else { MemoryType::Cpu };
+            let h = Handle { node, addr, size, mem, id };
+            prop_assert_eq!(Handle::from_bytes(&h.to_bytes()), Ok(h));
+        }
+    }
+}
