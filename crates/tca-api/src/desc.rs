@@ -398,10 +398,9 @@ mod tests {
         let (dst, src) = (h(1, 0x10_0000, 4096), h(0, 0x2000, 4096));
         let f = DmaFlags::NONE;
         let mut d = Desc::new();
-        let mut memcpy =
-            |d: &mut Desc, dst: &Handle, doff, src: &Handle, soff, size, flags, slot| {
-                d.set_memcpy(dst, doff, src, soff, size, flags, slot, 0)
-            };
+        let memcpy = |d: &mut Desc, dst: &Handle, doff, src: &Handle, soff, size, flags, slot| {
+            d.set_memcpy(dst, doff, src, soff, size, flags, slot, 0)
+        };
         assert_eq!(
             memcpy(&mut d, &dst, 0, &src, 0, 6, f, 0),
             Err(SizeNotMultipleOf4)

@@ -38,8 +38,9 @@
 //! register); that node's engine answers with Writes back and an [`Action::ProxyDone`]. Once
 //! every write of an entry is reported done, the entry's notifications follow ([`Action::Notify`]
 //! to the destination for `NOTIFY`, to this node for `NOTIFY_SELF`), so a notification is never
-//! ahead of its data. Unless the entry has `CONTINUE`, the next entry waits for that point. When
-//! every entry is done, [`Action::ChannelDone`] ends the run.
+//! ahead of its data. Unless an entry has `CONTINUE`, the entry after it waits until every
+//! entry before it has reached that point. When every entry is done, [`Action::ChannelDone`]
+//! ends the run.
 
 use crate::desc::{DescEntry, DmaMode};
 use crate::error::{TcaError, TcaResult};

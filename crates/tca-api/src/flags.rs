@@ -32,8 +32,9 @@ impl DmaFlags {
     /// runs the chain (slot, tag); both notify flags may be set.
     pub const NOTIFY_SELF: DmaFlags = DmaFlags(1 << 3);
     /// `tcaDMAContinue` (bit 4): the next entry starts without waiting for this entry's data to
-    /// be written (the two overlap). Without it the chain waits, which orders this entry's data
-    /// and notifications before anything of the next entry.
+    /// be written (the two overlap). Without it the next entry waits until every entry before
+    /// it is done (data written, notifications sent), which orders all of that before anything
+    /// of the next entry.
     pub const CONTINUE: DmaFlags = DmaFlags(1 << 4);
     /// `tcaDMAPipeline` (bit 5): the fabric may stage this entry's data through PEACH2's
     /// internal memory in pieces, reading the next piece while writing the previous one (useful

@@ -18,7 +18,7 @@
 //! ```
 
 use crate::error::{TcaError, TcaResult};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Size of a handle's wire form [bytes] (`sizeof(tcaHandle)`).
 pub const HANDLE_BYTES: usize = 32;
@@ -165,7 +165,8 @@ impl Handle {
 pub struct HandleTable {
     node: u16,
     next_id: u32,
-    live: BTreeSet<u32>,
+    /// Live handles by id, to compare whole handles: a copy with a forged size is not live.
+    live: BTreeMap<u32, Handle>,
 }
 
 impl HandleTable {
@@ -174,7 +175,7 @@ impl HandleTable {
         Self {
             node,
             next_id: 1,
-            live: BTreeSet::new(),
+            live: BTreeMap::new(),
         }
     }
 
@@ -196,7 +197,7 @@ impl HandleTable {
         };
         h.validate()?;
         self.next_id += 1;
-        self.live.insert(h.id);
+        self.live.insert(h.id, h);
         Ok(h)
     }
 
@@ -205,15 +206,16 @@ impl HandleTable {
     /// # Errors
     /// [`TcaError::InvalidHandle`] when `h` is not a live handle of this node.
     pub fn destroy(&mut self, h: &Handle) -> TcaResult<()> {
-        if h.node != self.node || !self.live.remove(&h.id) {
+        if !self.is_live(h) {
             return Err(TcaError::InvalidHandle);
         }
+        self.live.remove(&h.id);
         Ok(())
     }
 
-    /// Whether `h` is a live handle of this node.
+    /// Whether `h` is, field for field, a live handle of this node.
     pub fn is_live(&self, h: &Handle) -> bool {
-        h.node == self.node && self.live.contains(&h.id)
+        self.live.get(&h.id) == Some(h)
     }
 
     /// Number of live handles.
@@ -311,6 +313,9 @@ mod tests {
         assert!(!t.is_live(&a) && t.is_live(&c));
         let foreign = Handle { node: 1, ..c };
         assert_eq!(t.destroy(&foreign), Err(TcaError::InvalidHandle));
+        let forged = Handle { size: 1 << 20, ..c };
+        assert!(!t.is_live(&forged));
+        assert_eq!(t.destroy(&forged), Err(TcaError::InvalidHandle));
         assert_eq!(
             t.create(0, 0, MemoryType::Cpu),
             Err(TcaError::InvalidHandle)
