@@ -35,7 +35,7 @@ pub const ALIGNMENT_MASK: u64 = 0xf;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DescEntry {
     /// The hardware descriptor: global source and destination addresses, burst length, burst
-    /// count and pitches [bytes]. Its `flags` field is 0; [`Desc::hardware_descriptors`] sets
+    /// count and pitches \[bytes\]. Its `flags` field is 0; [`Desc::hardware_descriptors`] sets
     /// `FLAG_LAST` on the final one.
     pub descriptor: Descriptor,
     /// Destination handle (any node of the sub-cluster).
@@ -274,7 +274,7 @@ impl Desc {
     }
 }
 
-/// The shape of one transfer relative to its handles [bytes, except `count`].
+/// The shape of one transfer relative to its handles \[bytes, except `count`\].
 struct Transfer {
     dst_off: u64,
     dst_pitch: u64,

@@ -20,7 +20,7 @@
 use crate::error::{TcaError, TcaResult};
 use std::collections::BTreeMap;
 
-/// Size of a handle's wire form [bytes] (`sizeof(tcaHandle)`).
+/// Size of a handle's wire form \[bytes\] (`sizeof(tcaHandle)`).
 pub const HANDLE_BYTES: usize = 32;
 
 /// Most nodes in one sub-cluster (seed 000 §2.2: 8 to 16 nodes by PCIe cable length; SYSTEMS.md
@@ -80,7 +80,7 @@ pub struct Handle {
     pub node: u16,
     /// Global PCIe address of the first byte, in the sub-cluster's window (seed 000 §3.4).
     pub addr: u64,
-    /// Length of the region [bytes].
+    /// Length of the region \[bytes\].
     pub size: u64,
     /// CPU or GPU memory.
     pub mem: MemoryType,

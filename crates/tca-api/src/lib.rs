@@ -23,6 +23,8 @@
 //! Modules: [`error`] result codes; [`handle`] memory handles and their wire form; [`flags`] DMA
 //! flags; [`desc`] descriptor chains; [`engine`] the state machine.
 
+#![warn(missing_docs)]
+
 pub mod desc;
 pub mod engine;
 pub mod error;
