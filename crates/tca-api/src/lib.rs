@@ -20,6 +20,34 @@
 //! | `tcaDMA*` flags                    | [`DmaFlags`]                                |
 //! | `tcaresult`, `tcaGetErrorString`   | [`TcaError`], [`error_string`]              |
 //!
+//! A one-node run, with the caller standing in for the fabric:
+//!
+//! ```
+//! use tca_api::{Action, Desc, DmaFlags, Engine, MemoryType, WaitStatus};
+//!
+//! let mut node0 = Engine::new(0, 2)?;
+//! let src = node0.create_handle(0x1000, 256, MemoryType::Cpu)?;
+//! let dst = node0.create_handle(0x2000, 256, MemoryType::Gpu)?;
+//! let mut desc = Desc::new();
+//! desc.set_memcpy(&dst, 0, &src, 0, 256, DmaFlags::NOTIFY_SELF, 0, 7)?;
+//! node0.set_chain(0, &desc)?;
+//! node0.handle_start(0)?;
+//! let mut done = false;
+//! while let Some(action) = node0.poll_action() {
+//!     match action {
+//!         // A real fabric copies w.len bytes here, then reports.
+//!         Action::Write(w) => node0.handle_write_done(w.token)?,
+//!         Action::Notify(n) => node0.handle_notify_arrived(n.src_node, n.slot, n.tag)?,
+//!         Action::ChannelDone { channel } => done = channel == 0,
+//!         _ => {}
+//!     }
+//! }
+//! assert!(done);
+//! assert_eq!(node0.wait_dma_channel(0)?, WaitStatus::Ready);
+//! assert_eq!(node0.wait_dma_recv(&src, 0, 7)?, WaitStatus::Ready);
+//! # Ok::<(), tca_api::TcaError>(())
+//! ```
+//!
 //! Modules: [`error`] result codes; [`handle`] memory handles and their wire form; [`flags`] DMA
 //! flags; [`desc`] descriptor chains; [`engine`] the state machine.
 

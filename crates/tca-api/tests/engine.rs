@@ -617,3 +617,55 @@ fn completions_nobody_asked_for_are_rejected() {
     e0.handle_write_done(w1.token).unwrap();
     assert_eq!(drain(e0), vec![Action::ChannelDone { channel: 0 }]);
 }
+
+#[test]
+fn use_internal_marks_the_descriptor_fetch() {
+    let mut e = Engine::new(0, 1).unwrap();
+    let h = e.create_handle(0, 4096, MemoryType::Cpu).unwrap();
+    let mut d = Desc::new();
+    d.set_memcpy(
+        &h,
+        2048,
+        &h,
+        0,
+        64,
+        DmaFlags::USE_INTERNAL | DmaFlags::PIPELINE,
+        0,
+        0,
+    )
+    .unwrap();
+    d.set_memcpy(&h, 3072, &h, 1024, 64, DmaFlags::NONE, 0, 0)
+        .unwrap();
+    d.set_mode(Some(DmaMode::Chaining)).unwrap();
+    e.set_chain(0, &d).unwrap();
+    e.handle_start(0).unwrap();
+    let a = drain(&mut e);
+    assert_eq!(
+        a[0],
+        Action::DescriptorFetch {
+            channel: 0,
+            entry: 0,
+            internal: true
+        }
+    );
+    e.handle_write_done(writes(&a)[0].token).unwrap();
+    let a = drain(&mut e);
+    assert_eq!(
+        a[0],
+        Action::DescriptorFetch {
+            channel: 0,
+            entry: 1,
+            internal: false
+        }
+    );
+    assert_eq!(
+        e.chain(0).unwrap().unwrap().mode(),
+        DmaMode::Chaining,
+        "the fabric reads the mode"
+    );
+    assert!(e.chain(0).unwrap().unwrap().entries()[0]
+        .flags
+        .contains(DmaFlags::PIPELINE));
+    e.handle_write_done(writes(&a)[0].token).unwrap();
+    assert_eq!(drain(&mut e), vec![Action::ChannelDone { channel: 0 }]);
+}
