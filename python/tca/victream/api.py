@@ -127,24 +127,26 @@ class Context:
         self._source_nbytes: dict[int, int] = {}
         self._source_kind: dict[int, str] = {}
         self._ids = itertools.count(1)
+        self._cached: dict[int, list[tuple[int, ...]]] = {}  # GRDD id -> its partitions, once computed
         self.spans: list = []
         self.compute_s = [0.0] * len(self.devices)
         self.elapsed_s = 0.0
         self._clock_origin = time.perf_counter()
 
     # ------------------------------------------------------------------ GRDD creation
-    def array(self, data, format: str = "dense", partition_size=None) -> GRDD:  # noqa: A002
-        """A dense matrix or image (rows are partitioned) from a NumPy array."""
+    def array(self, data, format: str = "dense", partition_size=None, partition_rows: int | None = None) -> GRDD:  # noqa: A002
+        """A dense matrix or image (rows are partitioned) from a NumPy array; ``partition_rows``
+        fixes the rows per partition (e.g. to align an image with a lower-resolution one)."""
         data = np.asarray(data)
         if format not in ("dense", "image"):
             raise TcaError("array() creates dense or image GRDDs; use sparse() or kv() for the others")
         if data.ndim == 0:
             raise TcaError("a GRDD needs at least one dimension")
         return self._rows_source(format, data.dtype, data.shape, lambda r0, r1: {"a": data[r0:r1]}, partition_size,
-                                 "ram")
+                                 "ram", partition_rows)
 
-    def image(self, data, partition_size=None) -> GRDD:
-        return self.array(data, "image", partition_size)
+    def image(self, data, partition_size=None, partition_rows: int | None = None) -> GRDD:
+        return self.array(data, "image", partition_size, partition_rows)
 
     def from_file(self, path: str, format: str = "dense", dtype=None, shape=None, partition_size=None) -> GRDD:  # noqa: A002
         """A dense matrix or image from a .npy file, or from a raw binary file with ``dtype`` and
@@ -189,7 +191,8 @@ class Context:
         return GRDD(self, "source", fmts=("kv",), dtype=values.dtype, bounds=bounds, pids=pids,
                     extra=(keys.dtype, values.dtype))
 
-    def virtual(self, format: str, shape, dtype="float32", partition_size=None, key_dtype="int64") -> GRDD:  # noqa: A002
+    def virtual(self, format: str, shape, dtype="float32", partition_size=None, key_dtype="int64",  # noqa: A002
+                partition_rows: int | None = None) -> GRDD:
         """A GRDD with metadata only, for sim mode (what-if studies on data that does not exist)."""
         if self.mode != "sim":
             raise TcaError("virtual GRDDs have no data: use them in sim mode")
@@ -202,13 +205,18 @@ class Context:
             return GRDD(self, "source", fmts=("kv",), dtype=dt, bounds=bounds, pids=pids, extra=(kd, dt))
         if format not in ("dense", "image"):
             raise TcaError("virtual() supports dense, image and kv")
-        return self._rows_source(format, dt, tuple(shape), None, partition_size, "file")
+        return self._rows_source(format, dt, tuple(shape), None, partition_size, "file", partition_rows)
 
-    def _rows_source(self, fmt, dtype, shape, loader, partition_size, kind) -> GRDD:
+    def _rows_source(self, fmt, dtype, shape, loader, partition_size, kind, partition_rows=None) -> GRDD:
         dtype = np.dtype(dtype)
         row_elems = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        bounds = F.split_rows(int(shape[0]), row_elems * dtype.itemsize,
-                              parse_bytes(partition_size or self.partition_size))
+        if partition_rows is not None:
+            if partition_rows < 1:
+                raise TcaError("partition_rows must be at least 1")
+            bounds = F.split_rows(int(shape[0]), 1, int(partition_rows))
+        else:
+            bounds = F.split_rows(int(shape[0]), row_elems * dtype.itemsize,
+                                  parse_bytes(partition_size or self.partition_size))
         pids = [self._add_source((r1 - r0) * row_elems * dtype.itemsize, kind,
                                  None if loader is None else (lambda r0=r0, r1=r1: loader(r0, r1)))
                 for r0, r1 in bounds]
@@ -256,7 +264,8 @@ class Context:
         out = [self._host_block(pid) for pid in plan.result_pids]
         # host copies of intermediate partitions are no longer needed
         for pid in list(self.host):
-            if pid not in self._source_nbytes:
+            ps = self.core.parts.get(pid)
+            if pid not in self._source_nbytes and not (ps is not None and ps.persistent):
                 del self.host[pid]
         return out
 

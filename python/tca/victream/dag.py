@@ -35,6 +35,7 @@ class Partition:
     nbytes: int
     source: str | None = None
     label: str = ""
+    persist: bool = False  # a cached GRDD's partition: kept across actions like a source
 
 
 @dataclass

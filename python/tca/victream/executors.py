@@ -95,6 +95,13 @@ class ThreadedRuntime:
                             _Worker(f"{dev.name}-run", run, events, stop)))
 
         done = 0
+        # Several emulated GPUs call BLAS from their own threads at once; a multi-threaded BLAS
+        # then spins against itself, so each device's kernels use one BLAS thread during a run.
+        limits = None
+        if any(getattr(d, "kind", "") == "virtual" for d in ctx.devices):
+            from threadpoolctl import threadpool_limits
+
+            limits = threadpool_limits(limits=1, user_api="blas")
         try:
             core.submit(batch)
             deadline = time.monotonic() + ctx.timeout
@@ -141,6 +148,8 @@ class ThreadedRuntime:
                     if progress:
                         progress(done, core.pending + done)
         finally:
+            if limits is not None:
+                limits.restore_original_limits()
             stop.set()
             for ws in workers:
                 for w in ws:

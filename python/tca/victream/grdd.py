@@ -31,7 +31,8 @@ class MM:
     ``output_size``: bytes to reserve per output partition (an upper bound; default: derived
     from the operator); ``halo``: stencil halo width in rows (image/dense ``map``: the view
     carries ``halo`` rows of each neighbour and ``f`` also gets a :class:`PartitionInfo`);
-    ``ncols``: elements per row of the output when it changes; ``cost_factor``: the kernel's
+    ``ncols``: elements per row of the output when it changes; ``row_scale``: output rows per
+    input row for mapPartitions (e.g. upsampling); ``cost_factor``: the kernel's
     cost relative to one pass over its input at the context's kernel bandwidth (simulation).
     """
 
@@ -40,6 +41,7 @@ class MM:
     output_size: int | None = None
     halo: int = 0
     ncols: int | None = None
+    row_scale: int = 1
     cost_factor: float = 1.0
 
 
@@ -53,6 +55,7 @@ class GRDD:
         self.fmts, self.dtype, self.bounds, self.ncols = fmts, np.dtype(dtype), bounds, ncols
         self.pids, self.extra = pids, extra
         self.id = ctx._new_id()
+        self.cached = False
 
     # ---------------------------------------------------------------- metadata
     @property
@@ -70,6 +73,12 @@ class GRDD:
 
     def __repr__(self) -> str:
         return f"GRDD({self.kind}, format={'+'.join(self.fmts)}, dtype={self.dtype}, partitions={self.num_partitions})"
+
+    def cache(self) -> GRDD:
+        """Keeps this GRDD's partitions once computed (on devices while memory allows, else on the
+        host), so later actions reuse them instead of recomputing the lineage. Returns self."""
+        self.cached = True
+        return self
 
     # ---------------------------------------------------------------- transformations
     def map(self, f: Callable, mm: MM | None = None) -> GRDD:
@@ -89,8 +98,11 @@ class GRDD:
         mm = mm or MM()
         if mm.halo:
             raise TcaError("MM.halo applies to map")
+        bounds = self.bounds
+        if bounds is not None and mm.row_scale != 1:
+            bounds = [(a * mm.row_scale, b * mm.row_scale) for a, b in bounds]
         return GRDD(self.ctx, "mapPartitions", (self,), f, mm, fmts=(mm.format or self.format,),
-                    dtype=mm.dtype or self.dtype, bounds=self.bounds, ncols=mm.ncols or self.ncols)
+                    dtype=mm.dtype or self.dtype, bounds=bounds, ncols=mm.ncols or self.ncols)
 
     def zip(self, other: GRDD) -> GRDD:
         """Pairs partition ``i`` of both GRDDs; a later map / mapPartitions gets ``f(a, b)``."""
@@ -248,9 +260,21 @@ class Plan:
         first = node.id not in self.waiting
         self.waiting.setdefault(node.id, []).append(cb)
         if first:
-            getattr(self, "_expand_" + node.kind)(node)
+            if node.id in self.ctx._cached:
+                members = self.ctx._cached[node.id]
+                for ms in members:
+                    for p in ms:
+                        self.nbytes[p] = self.ctx.core.parts[p].nbytes
+                self.resolve(node, members)
+            else:
+                getattr(self, "_expand_" + node.kind)(node)
 
     def resolve(self, node: GRDD, members: list[tuple[int, ...]]) -> None:
+        if node.cached and node.id not in self.ctx._cached:
+            self.ctx._cached[node.id] = members
+            keep = {m for ms in members for m in ms}
+            self.parts = [Partition(p.pid, p.nbytes, p.source, p.label, True) if p.pid in keep else p
+                          for p in self.parts]
         self.resolved[node.id] = members
         for cb in self.waiting.pop(node.id, []):
             cb(members)
@@ -310,6 +334,8 @@ class Plan:
                 in_bytes = [self.nbytes[p] for p in mem]
                 if mm.output_size is not None:
                     size = mm.output_size
+                elif mm.ncols and out_fmt in ("dense", "image") and node.bounds is not None:
+                    size = (bounds[i][1] - bounds[i][0]) * mm.ncols * node.dtype.itemsize
                 elif kind == "map":
                     size = in_bytes[0] * node.dtype.itemsize // max(1, parent.dtype.itemsize)
                 else:

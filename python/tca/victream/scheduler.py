@@ -193,7 +193,7 @@ class Core:
         """Adds a batch of partitions and subtasks from the DAG analyzer."""
         for p in batch.partitions:
             if p.pid not in self.parts:
-                self.parts[p.pid] = PartState(p.nbytes, p.source, None, p.label, persistent=p.source is not None)
+                self.parts[p.pid] = PartState(p.nbytes, p.source, None, p.label, persistent=p.source is not None or p.persist)
         self.hold(batch.hold)
         for st in batch.subtasks:
             self.subtasks[st.sid] = st
