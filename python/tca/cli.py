@@ -52,8 +52,12 @@ def progress_bar(label: str, enabled: bool) -> Iterator:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     with Progress(
-        f"[bold]{label}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True,
+        f"[bold]{label}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
     ) as bar:
         task = bar.add_task(label, total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
@@ -74,8 +78,9 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_dma_bw(platform: str, experiment: str, sizes: list[int] | None, trace_path: str | None,
-               show_progress: bool) -> tuple[list[report.Row], str]:
+def run_dma_bw(
+    platform: str, experiment: str, sizes: list[int] | None, trace_path: str | None, show_progress: bool
+) -> tuple[list[report.Row], str]:
     p = platforms.load(platform)
     trace = _native.Trace() if trace_path else None
     with progress_bar(f"dma-bw {experiment}", show_progress) as update:
@@ -86,14 +91,19 @@ def run_dma_bw(platform: str, experiment: str, sizes: list[int] | None, trace_pa
         except ValueError as e:
             raise TcaError(str(e)) from None
         if trace.dropped:
-            print(f"tca: trace kept the first {trace.span_count} spans, dropped {trace.dropped}", file=sys.stderr)
+            print(
+                f"tca: trace kept the first {trace.span_count} spans, dropped {trace.dropped}",
+                file=sys.stderr,
+            )
     title = f"tca bench dma-bw {experiment} on {p.name}: {dma_bw.EXPERIMENTS[experiment]}"
     return rows, title
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.experiment not in dma_bw.EXPERIMENTS:
-        raise TcaError(f"unknown experiment '{args.experiment}' (expected one of: {', '.join(dma_bw.EXPERIMENTS)})")
+        raise TcaError(
+            f"unknown experiment '{args.experiment}' (expected one of: {', '.join(dma_bw.EXPERIMENTS)})"
+        )
     sizes = parse_sizes(args.sizes) if args.sizes else None
     if sizes and args.experiment == "fig6":
         raise TcaError("--sizes does not apply to fig6 (4 KB transfers, 1-128 descriptors)")

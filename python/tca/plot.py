@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from tca import TcaError
@@ -33,8 +34,14 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
             seed = [(r.x, r.paper) for r in in_unit if r.series == s and r.paper is not None]
             if seed:
                 ax.plot(
-                    [p[0] for p in seed], [p[1] for p in seed], "o", color=color,
-                    markersize=8, markerfacecolor="none", markeredgewidth=2, label=f"{s} (seed)",
+                    [p[0] for p in seed],
+                    [p[1] for p in seed],
+                    "o",
+                    color=color,
+                    markersize=8,
+                    markerfacecolor="none",
+                    markeredgewidth=2,
+                    label=f"{s} (seed)",
                 )
         x_unit = in_unit[0].x_unit
         ax.set_xscale("log", base=2)
@@ -42,7 +49,7 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
         ax.set_ylabel(unit)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    axes[0, 0].set_title(title, fontsize=10)
+    axes[0, 0].set_title(textwrap.fill(title, 80), fontsize=10)
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=110)

@@ -58,6 +58,8 @@ pub struct DmaResult {
     pub events: u64,
     /// Bytes that arrived at the destination (checked equal to `bytes`).
     pub delivered: u64,
+    /// When each descriptor was decoded and its reads could start, by descriptor index.
+    pub decoded: Vec<SimTime>,
 }
 
 impl DmaResult {
@@ -82,7 +84,11 @@ pub enum DmaError {
     #[error("GPU {gpu} does not exist (the node has {gpus})")]
     NoSuchGpu { gpu: u32, gpus: u32 },
     #[error("{bytes} B of buffers do not fit in the {region} B mapped for the {what}")]
-    DoesNotFit { bytes: u64, region: u64, what: &'static str },
+    DoesNotFit {
+        bytes: u64,
+        region: u64,
+        what: &'static str,
+    },
     #[error("transfer size {size} B exceeds the descriptor's 4 GiB limit")]
     TooLarge { size: u64 },
 }
@@ -91,19 +97,26 @@ pub enum DmaError {
 ///
 /// # Errors
 /// [`DmaError`] for sizes the controller cannot move or buffers the address map cannot hold.
-pub fn run_dma(platform: &Platform, run: &DmaRun, trace: Option<&mut Trace>) -> Result<DmaResult, DmaError> {
+pub fn run_dma(
+    platform: &Platform,
+    run: &DmaRun,
+    trace: Option<&mut Trace>,
+) -> Result<DmaResult, DmaError> {
     let gpus = platform.gpu.sockets.len() as u32;
     if run.size == 0 || run.count == 0 {
         return Err(DmaError::Empty);
     }
-    if run.size % 4 != 0 {
+    if !run.size.is_multiple_of(4) {
         return Err(DmaError::SizeNotMultipleOf4(run.size));
     }
     if run.size > u32::MAX as u64 {
         return Err(DmaError::TooLarge { size: run.size });
     }
     if run.mode == DmaMode::Register && run.count > platform.peach2.register_slots {
-        return Err(DmaError::TooManyForRegisters { slots: platform.peach2.register_slots, count: run.count });
+        return Err(DmaError::TooManyForRegisters {
+            slots: platform.peach2.register_slots,
+            count: run.count,
+        });
     }
     for e in [run.src, run.dst] {
         if let Endpoint::Gpu(g) = e {
@@ -125,7 +138,11 @@ pub fn run_dma(platform: &Platform, run: &DmaRun, trace: Option<&mut Trace>) -> 
     for (e, what) in [(run.src, "source"), (run.dst, "destination")] {
         let room = if same { region(e) / 2 } else { region(e) };
         if total > room {
-            return Err(DmaError::DoesNotFit { bytes: total, region: room, what });
+            return Err(DmaError::DoesNotFit {
+                bytes: total,
+                region: room,
+                what,
+            });
         }
     }
     let target = |e: Endpoint, off: u64| match e {
@@ -133,7 +150,10 @@ pub fn run_dma(platform: &Platform, run: &DmaRun, trace: Option<&mut Trace>) -> 
         Endpoint::Gpu(g) => Target::Gpu(g, off),
     };
     let src0 = map.global(0, target(run.src, 0));
-    let dst0 = map.global(0, target(run.dst, if same { region(run.dst) / 2 } else { 0 }));
+    let dst0 = map.global(
+        0,
+        target(run.dst, if same { region(run.dst) / 2 } else { 0 }),
+    );
     let descriptors: Vec<Descriptor> = (0..run.count as u64)
         .map(|i| {
             let mut d = Descriptor::copy(src0 + i * run.size, dst0 + i * run.size, run.size as u32);
@@ -143,7 +163,10 @@ pub fn run_dma(platform: &Platform, run: &DmaRun, trace: Option<&mut Trace>) -> 
             d
         })
         .collect();
-    let table = map.global(0, Target::Host(map.host_bytes - table_bytes.next_multiple_of(4096)));
+    let table = map.global(
+        0,
+        Target::Host(map.host_bytes - table_bytes.next_multiple_of(4096)),
+    );
 
     let mut node = Node::new(platform, map);
     node.channel.load(run.mode, descriptors, table);
@@ -187,10 +210,20 @@ struct Hops {
 /// What a TLP is for, decided by whoever sent it.
 #[derive(Debug, Clone, Copy)]
 enum Purpose {
-    DescriptorFetch { index: usize },
-    DataRead { request: usize },
-    Completion { of: Completes, bytes: u64, last: bool },
-    DataWrite { last: bool },
+    DescriptorFetch {
+        index: usize,
+    },
+    DataRead {
+        request: usize,
+    },
+    Completion {
+        of: Completes,
+        bytes: u64,
+        last: bool,
+    },
+    DataWrite {
+        last: bool,
+    },
     Kick,
 }
 
@@ -255,12 +288,14 @@ struct Channel {
     next_request: usize,
     outstanding: u32,
     sent_at: Option<SimTime>,
+    decoded: Vec<SimTime>,
 }
 
 impl Channel {
     fn load(&mut self, mode: DmaMode, descriptors: Vec<Descriptor>, table: u64) {
         self.chaining = mode == DmaMode::Chaining;
         self.table = table;
+        self.decoded = vec![SimTime::MAX; descriptors.len()];
         self.descriptors = descriptors;
     }
 }
@@ -288,27 +323,71 @@ impl Node {
     fn new(p: &Platform, map: AddressMap) -> Self {
         let mut hops = Vec::new();
         let mut add = |server: Server, link: Option<crate::pcie::LinkSpec>, name: &'static str| {
-            hops.push(Hop { server, link, name, track: None });
+            hops.push(Hop {
+                server,
+                link,
+                name,
+                track: None,
+            });
             hops.len() - 1
         };
         let link = Some(p.host_link.clone());
-        let n_up = add(Server::for_link(&p.host_link), link.clone(), "N port -> root complex");
-        let n_down = add(Server::for_link(&p.host_link), link, "root complex -> N port");
-        let cpu = add(Server::latency_only(p.host.mmio_latency), None, "CPU core <-> root port");
-        let p2p = add(Server::latency_only(p.host.p2p_latency), None, "integrated switch (peer-to-peer)");
+        let n_up = add(
+            Server::for_link(&p.host_link),
+            link.clone(),
+            "N port -> root complex",
+        );
+        let n_down = add(
+            Server::for_link(&p.host_link),
+            link,
+            "root complex -> N port",
+        );
+        let cpu = add(
+            Server::latency_only(p.host.mmio_latency),
+            None,
+            "CPU core <-> root port",
+        );
+        let p2p = add(
+            Server::latency_only(p.host.p2p_latency),
+            None,
+            "integrated switch (peer-to-peer)",
+        );
         let p2p_read = add(
             Server::with_bandwidth(p.host.p2p_read_bandwidth, p.host.p2p_latency),
             None,
             "integrated switch (peer-to-peer read completions)",
         );
-        let qpi_to_remote = add(Server::with_bandwidth(p.host.qpi_bandwidth, p.host.qpi_latency), None, "QPI socket 0 -> 1");
-        let qpi_to_local = add(Server::with_bandwidth(p.host.qpi_bandwidth, p.host.qpi_latency), None, "QPI socket 1 -> 0");
+        let qpi_to_remote = add(
+            Server::with_bandwidth(p.host.qpi_bandwidth, p.host.qpi_latency),
+            None,
+            "QPI socket 0 -> 1",
+        );
+        let qpi_to_local = add(
+            Server::with_bandwidth(p.host.qpi_bandwidth, p.host.qpi_latency),
+            None,
+            "QPI socket 1 -> 0",
+        );
         let gpu0 = hops.len();
         for _ in &p.gpu.sockets {
-            hops.push(Hop { server: Server::for_link(&p.gpu_link), link: Some(p.gpu_link.clone()), name: "root port -> GPU", track: None });
-            hops.push(Hop { server: Server::for_link(&p.gpu_link), link: Some(p.gpu_link.clone()), name: "GPU -> root port", track: None });
+            hops.push(Hop {
+                server: Server::for_link(&p.gpu_link),
+                link: Some(p.gpu_link.clone()),
+                name: "root port -> GPU",
+                track: None,
+            });
+            hops.push(Hop {
+                server: Server::for_link(&p.gpu_link),
+                link: Some(p.gpu_link.clone()),
+                name: "GPU -> root port",
+                track: None,
+            });
         }
-        let gpu_read = p.gpu.sockets.iter().map(|_| Server::with_bandwidth(p.gpu.read_bandwidth, SimTime::ZERO)).collect();
+        let gpu_read = p
+            .gpu
+            .sockets
+            .iter()
+            .map(|_| Server::with_bandwidth(p.gpu.read_bandwidth, SimTime::ZERO))
+            .collect();
         Node {
             peach: p.peach2.clone(),
             host: p.host.clone(),
@@ -317,7 +396,16 @@ impl Node {
             router: Router::for_node(&map, 0, &[]),
             map,
             hops,
-            ids: Hops { n_up, n_down, cpu, p2p, p2p_read, qpi_to_remote, qpi_to_local, gpu0 },
+            ids: Hops {
+                n_up,
+                n_down,
+                cpu,
+                p2p,
+                p2p_read,
+                qpi_to_remote,
+                qpi_to_local,
+                gpu0,
+            },
             host_memory: Server::with_bandwidth(p.host.inbound_bandwidth, SimTime::ZERO),
             gpu_read,
             tlps: Vec::new(),
@@ -340,9 +428,19 @@ impl Node {
     }
 
     fn result(&self, events: u64, bytes: u64) -> Result<DmaResult, DmaError> {
-        let sent = self.channel.sent_at.expect("a loaded chain always finishes");
+        let sent = self
+            .channel
+            .sent_at
+            .expect("a loaded chain always finishes");
         assert_eq!(self.delivered, bytes, "the model lost or duplicated data");
-        Ok(DmaResult { elapsed: self.polled(sent), sent, bytes, events, delivered: self.delivered })
+        Ok(DmaResult {
+            elapsed: self.polled(sent),
+            sent,
+            bytes,
+            events,
+            delivered: self.delivered,
+            decoded: self.channel.decoded.clone(),
+        })
     }
 
     /// When the driver's poll loop sees the status register report `sent`, best of
@@ -356,9 +454,13 @@ impl Node {
     /// queues: one 24-byte TLP per round trip in each direction.
     fn polled(&self, sent: SimTime) -> SimTime {
         let link = &self.host_link;
-        let down = self.host.mmio_latency + link.serialization(link.wire_bytes(TlpKind::MemRead, 0, 0)) + link.latency;
+        let down = self.host.mmio_latency
+            + link.serialization(link.wire_bytes(TlpKind::MemRead, 0, 0))
+            + link.latency;
         let sample = self.peach.cycles(self.peach.register_read_cycles);
-        let up = link.serialization(link.wire_bytes(TlpKind::Completion, 0, 4)) + link.latency + self.host.mmio_latency;
+        let up = link.serialization(link.wire_bytes(TlpKind::Completion, 0, 4))
+            + link.latency
+            + self.host.mmio_latency;
         let rtt = (down + sample + up).as_ps();
         (0..MEASUREMENTS)
             .map(|k| {
@@ -380,10 +482,16 @@ impl Node {
         let h = self.ids;
         match target {
             Target::Host(_) => ([h.n_up, 0, 0, 0, 0], 1, Dest::HostMemory),
-            Target::Gpu(g, _) if self.crosses_qpi(g) => {
-                ([h.n_up, h.p2p, h.qpi_to_remote, h.gpu0 + 2 * g as usize, 0], 4, Dest::Gpu(g))
-            }
-            Target::Gpu(g, _) => ([h.n_up, h.p2p, h.gpu0 + 2 * g as usize, 0, 0], 3, Dest::Gpu(g)),
+            Target::Gpu(g, _) if self.crosses_qpi(g) => (
+                [h.n_up, h.p2p, h.qpi_to_remote, h.gpu0 + 2 * g as usize, 0],
+                4,
+                Dest::Gpu(g),
+            ),
+            Target::Gpu(g, _) => (
+                [h.n_up, h.p2p, h.gpu0 + 2 * g as usize, 0, 0],
+                3,
+                Dest::Gpu(g),
+            ),
         }
     }
 
@@ -391,7 +499,13 @@ impl Node {
     fn route_to_peach(&self, from: Dest) -> [usize; 5] {
         let h = self.ids;
         match from {
-            Dest::Gpu(g) if self.crosses_qpi(g) => [h.gpu0 + 2 * g as usize + 1, h.qpi_to_local, h.p2p_read, h.n_down, 0],
+            Dest::Gpu(g) if self.crosses_qpi(g) => [
+                h.gpu0 + 2 * g as usize + 1,
+                h.qpi_to_local,
+                h.p2p_read,
+                h.n_down,
+                0,
+            ],
             Dest::Gpu(g) => [h.gpu0 + 2 * g as usize + 1, h.p2p_read, h.n_down, 0, 0],
             _ => [h.n_down, 0, 0, 0, 0],
         }
@@ -399,7 +513,10 @@ impl Node {
 
     fn local_target(&self, addr: u64) -> Target {
         match self.router.route(addr) {
-            Ok(Route::Host(local)) => self.map.target(local).expect("buffers are placed inside the map"),
+            Ok(Route::Host(local)) => self
+                .map
+                .target(local)
+                .expect("buffers are placed inside the map"),
             other => panic!("intra-node model got a route off the node: {other:?}"),
         }
     }
@@ -418,7 +535,17 @@ impl Node {
         dest: Dest,
         purpose: Purpose,
     ) {
-        self.tlps.push(Tlp { kind, addr, payload, read_len, route, route_len, at: 0, dest, purpose });
+        self.tlps.push(Tlp {
+            kind,
+            addr,
+            payload,
+            read_len,
+            route,
+            route_len,
+            at: 0,
+            dest,
+            purpose,
+        });
         let id = self.tlps.len() - 1;
         self.advance(ctx, id);
     }
@@ -443,7 +570,12 @@ impl Node {
                 TlpKind::MemRead => format!("MRd {} B", tlp.read_len),
                 TlpKind::Completion => format!("CplD {} B", tlp.payload),
             };
-            ctx.span(track, &label, tx.start, tx.end.max(tx.start + SimTime::from_ps(1)));
+            ctx.span(
+                track,
+                &label,
+                tx.start,
+                tx.end.max(tx.start + SimTime::from_ps(1)),
+            );
         }
         if tlp.at == 0 {
             if let Purpose::DataWrite { last: true } = tlp.purpose {
@@ -461,7 +593,9 @@ impl Node {
             (t.kind, t.addr, t.payload, t.read_len, t.dest, t.purpose)
         };
         match (dest, kind) {
-            (Dest::HostMemory | Dest::Gpu(_), TlpKind::MemRead) => self.serve_read(ctx, dest, addr, read_len, purpose),
+            (Dest::HostMemory | Dest::Gpu(_), TlpKind::MemRead) => {
+                self.serve_read(ctx, dest, addr, read_len, purpose)
+            }
             (Dest::HostMemory, TlpKind::MemWrite) => {
                 self.host_memory.transmit(now, payload);
                 self.delivered += payload;
@@ -473,7 +607,14 @@ impl Node {
     }
 
     /// Host memory or a GPU answers a read with completions, streamed at its read rate.
-    fn serve_read(&mut self, ctx: &mut Context<'_, Ev>, from: Dest, addr: u64, len: u64, purpose: Purpose) {
+    fn serve_read(
+        &mut self,
+        ctx: &mut Context<'_, Ev>,
+        from: Dest,
+        addr: u64,
+        len: u64,
+        purpose: Purpose,
+    ) {
         let now = ctx.now();
         let of = match purpose {
             Purpose::DescriptorFetch { index } => Completes::Descriptor(index),
@@ -482,13 +623,22 @@ impl Node {
         };
         let route = self.route_to_peach(from);
         let route_len = route.iter().rposition(|h| *h != 0).map_or(1, |i| i + 1);
-        let chunks: Vec<u64> =
-            split_completions(addr, len, self.host_link.read_completion_boundary, self.host_link.max_payload).collect();
+        let chunks: Vec<u64> = split_completions(
+            addr,
+            len,
+            self.host_link.read_completion_boundary,
+            self.host_link.max_payload,
+        )
+        .collect();
         let n = chunks.len();
         for (i, bytes) in chunks.into_iter().enumerate() {
             let ready = match from {
-                Dest::HostMemory => self.host_memory.transmit(now, bytes).end + self.host.memory_read_latency,
-                Dest::Gpu(g) => self.gpu_read[g as usize].transmit(now, bytes).end + self.gpu.read_latency,
+                Dest::HostMemory => {
+                    self.host_memory.transmit(now, bytes).end + self.host.memory_read_latency
+                }
+                Dest::Gpu(g) => {
+                    self.gpu_read[g as usize].transmit(now, bytes).end + self.gpu.read_latency
+                }
                 _ => unreachable!(),
             };
             self.tlps.push(Tlp {
@@ -500,7 +650,11 @@ impl Node {
                 route_len,
                 at: 0,
                 dest: Dest::Peach2,
-                purpose: Purpose::Completion { of, bytes, last: i + 1 == n },
+                purpose: Purpose::Completion {
+                    of,
+                    bytes,
+                    last: i + 1 == n,
+                },
             });
             ctx.schedule_at(ready, Ev::Hop(self.tlps.len() - 1));
         }
@@ -509,13 +663,20 @@ impl Node {
     fn at_peach(&mut self, ctx: &mut Context<'_, Ev>, purpose: Purpose) {
         match purpose {
             Purpose::Kick => self.kick(ctx),
-            Purpose::Completion { of: Completes::Descriptor(index), .. } => {
+            Purpose::Completion {
+                of: Completes::Descriptor(index),
+                ..
+            } => {
                 self.channel.outstanding -= 1;
                 let delay = self.peach.cycles(self.peach.descriptor_cycles);
                 ctx.schedule_in(delay, Ev::DescriptorReady(index));
                 self.pump(ctx);
             }
-            Purpose::Completion { of: Completes::Request(r), bytes, last } => self.data_arrived(ctx, r, bytes, last),
+            Purpose::Completion {
+                of: Completes::Request(r),
+                bytes,
+                last,
+            } => self.data_arrived(ctx, r, bytes, last),
             other => panic!("PEACH2 got an unexpected TLP: {other:?}"),
         }
     }
@@ -537,7 +698,8 @@ impl Node {
 
     /// Uses free tags: a due descriptor fetch first, then data reads in order.
     fn pump(&mut self, ctx: &mut Context<'_, Ev>) {
-        if self.channel.fetch_wanted && self.channel.outstanding < self.peach.max_outstanding_reads {
+        if self.channel.fetch_wanted && self.channel.outstanding < self.peach.max_outstanding_reads
+        {
             self.channel.fetch_wanted = false;
             self.fetch_descriptor(ctx);
         }
@@ -551,10 +713,21 @@ impl Node {
         let addr = self.channel.table + index as u64 * self.peach.descriptor_bytes;
         let (route, len, dest) = self.route_from_peach(self.local_target(addr));
         let bytes = self.peach.descriptor_bytes;
-        self.send(ctx, TlpKind::MemRead, addr, 0, bytes, route, len, dest, Purpose::DescriptorFetch { index });
+        self.send(
+            ctx,
+            TlpKind::MemRead,
+            addr,
+            0,
+            bytes,
+            route,
+            len,
+            dest,
+            Purpose::DescriptorFetch { index },
+        );
     }
 
     fn descriptor_ready(&mut self, ctx: &mut Context<'_, Ev>, index: usize) {
+        self.channel.decoded[index] = ctx.now();
         let d = self.channel.descriptors[index];
         let last_descriptor = d.flags & FLAG_LAST != 0;
         let mrrs = self.host_link.max_read_request;
@@ -589,7 +762,17 @@ impl Node {
             self.channel.outstanding += 1;
             let (addr, len) = (self.channel.requests[r].src, self.channel.requests[r].len);
             let (route, hops, dest) = self.route_from_peach(self.local_target(addr));
-            self.send(ctx, TlpKind::MemRead, addr, 0, len, route, hops, dest, Purpose::DataRead { request: r });
+            self.send(
+                ctx,
+                TlpKind::MemRead,
+                addr,
+                0,
+                len,
+                route,
+                hops,
+                dest,
+                Purpose::DataRead { request: r },
+            );
         }
     }
 
@@ -616,7 +799,9 @@ impl Node {
                 route_len: len,
                 at: 0,
                 dest,
-                purpose: Purpose::DataWrite { last: final_bytes && i + 1 == np },
+                purpose: Purpose::DataWrite {
+                    last: final_bytes && i + 1 == np,
+                },
             });
             ctx.schedule_in(forward, Ev::EmitWrite(self.tlps.len() - 1));
         }
@@ -635,7 +820,17 @@ impl Model for Node {
                 // The CPU stores to the kick register, then polls the status register.
                 let h = self.ids;
                 let addr = self.map.node_base(0);
-                self.send(ctx, TlpKind::MemWrite, addr, 4, 0, [h.cpu, h.n_down, 0, 0, 0], 2, Dest::Peach2, Purpose::Kick);
+                self.send(
+                    ctx,
+                    TlpKind::MemWrite,
+                    addr,
+                    4,
+                    0,
+                    [h.cpu, h.n_down, 0, 0, 0],
+                    2,
+                    Dest::Peach2,
+                    Purpose::Kick,
+                );
             }
             Ev::Hop(id) => self.advance(ctx, id),
             Ev::DescriptorReady(i) => self.descriptor_ready(ctx, i),

@@ -151,11 +151,22 @@ impl Platform {
 
     /// Parses platform text; `path` is used for messages only.
     pub fn parse(text: &str, path: &Path) -> Result<Platform, PlatformError> {
-        let fail = |message: String| PlatformError { path: path.display().to_string(), message };
+        let fail = |message: String| PlatformError {
+            path: path.display().to_string(),
+            message,
+        };
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            fail(format!("not valid TOML: {}", e.message().trim()))
+            let line = e
+                .span()
+                .map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+            let what = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+            fail(format!("not valid TOML at line {line}: {what}"))
         })?;
-        let mut r = Reader { root: &table, used: BTreeSet::new(), params: vec![] };
+        let mut r = Reader {
+            root: &table,
+            used: BTreeSet::new(),
+            params: vec![],
+        };
         let platform = r.platform(path).map_err(fail)?;
         r.check_all_used().map_err(fail)?;
         Ok(platform)
@@ -218,7 +229,10 @@ impl Reader<'_> {
             ));
         }
         if nodes > address_map.max_nodes {
-            return Err(format!("topology.nodes = {nodes} exceeds address_map.max_nodes = {}", address_map.max_nodes));
+            return Err(format!(
+                "topology.nodes = {nodes} exceeds address_map.max_nodes = {}",
+                address_map.max_nodes
+            ));
         }
         let references = self.references()?;
         Ok(Platform {
@@ -243,7 +257,11 @@ impl Reader<'_> {
         let generation = match self.param_text(&generation_key)?.as_str() {
             "gen2" => Generation::Gen2,
             "gen3" => Generation::Gen3,
-            other => return Err(format!("{generation_key}: expected \"gen2\" or \"gen3\", got '{other}'")),
+            other => {
+                return Err(format!(
+                    "{generation_key}: expected \"gen2\" or \"gen3\", got '{other}'"
+                ))
+            }
         };
         let spec = LinkSpec {
             generation,
@@ -280,13 +298,17 @@ impl Reader<'_> {
     /// A physical parameter `{ value, source, calibrated? }`; returns its value as text.
     fn param_text(&mut self, key: &str) -> Result<String, String> {
         self.used.insert(key.to_owned());
-        let entry = self.lookup(key).ok_or_else(|| format!("missing field '{key}'"))?;
+        let entry = self
+            .lookup(key)
+            .ok_or_else(|| format!("missing field '{key}'"))?;
         let table = entry
             .as_table()
             .ok_or_else(|| format!("{key}: expected {{ value = ..., source = \"...\" }}"))?;
         for k in table.keys() {
             if !matches!(k.as_str(), "value" | "source" | "calibrated") {
-                return Err(format!("{key}: unknown field '{k}' (expected value, source, calibrated)"));
+                return Err(format!(
+                    "{key}: unknown field '{k}' (expected value, source, calibrated)"
+                ));
             }
         }
         let value = match table.get("value") {
@@ -295,23 +317,44 @@ impl Reader<'_> {
             Some(toml::Value::Array(a)) => {
                 let items: Result<Vec<String>, String> = a
                     .iter()
-                    .map(|v| v.as_integer().map(|i| i.to_string()).ok_or_else(|| format!("{key}: expected integers")))
+                    .map(|v| {
+                        v.as_integer()
+                            .map(|i| i.to_string())
+                            .ok_or_else(|| format!("{key}: expected integers"))
+                    })
                     .collect();
                 items?.join(",")
             }
-            Some(_) => return Err(format!("{key}: value must be a string with a unit or an integer")),
+            Some(_) => {
+                return Err(format!(
+                    "{key}: value must be a string with a unit or an integer"
+                ))
+            }
             None => return Err(format!("{key}: missing 'value'")),
         };
         let source = match table.get("source") {
             Some(toml::Value::String(s)) if !s.trim().is_empty() => s.clone(),
-            _ => return Err(format!("{key}: missing 'source' (name the seed, section and figure, or the assumption)")),
+            _ => {
+                return Err(format!(
+                "{key}: missing 'source' (name the seed, section and figure, or the assumption)"
+            ))
+            }
         };
         let calibrated = match table.get("calibrated") {
             Some(toml::Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(format!("{key}: 'calibrated' must be a string naming the fitted number")),
+            Some(_) => {
+                return Err(format!(
+                    "{key}: 'calibrated' must be a string naming the fitted number"
+                ))
+            }
             None => None,
         };
-        self.params.push(Param { key: key.to_owned(), value: value.clone(), source, calibrated });
+        self.params.push(Param {
+            key: key.to_owned(),
+            value: value.clone(),
+            source,
+            calibrated,
+        });
         Ok(value)
     }
 
@@ -342,7 +385,9 @@ impl Reader<'_> {
         match text.parse::<i64>() {
             Ok(v) if v > 0 => Ok(v as u64),
             Ok(v) => Err(format!("{key}: must be a positive integer, got {v}")),
-            Err(_) => Err(format!("{key}: expected an integer without unit, got '{text}'")),
+            Err(_) => Err(format!(
+                "{key}: expected an integer without unit, got '{text}'"
+            )),
         }
     }
 
@@ -351,21 +396,32 @@ impl Reader<'_> {
         let list: Result<Vec<u32>, _> = text.split(',').map(str::parse).collect();
         match list {
             Ok(v) if !v.is_empty() => Ok(v),
-            _ => Err(format!("{key}: expected a non-empty list of non-negative integers")),
+            _ => Err(format!(
+                "{key}: expected a non-empty list of non-negative integers"
+            )),
         }
     }
 
     fn references(&mut self) -> Result<Vec<Reference>, String> {
         self.used.insert("reference".to_owned());
-        let Some(value) = self.root.get("reference") else { return Ok(vec![]) };
-        let rows = value.as_array().ok_or("reference: expected [[reference]] tables")?;
+        let Some(value) = self.root.get("reference") else {
+            return Ok(vec![]);
+        };
+        let rows = value
+            .as_array()
+            .ok_or("reference: expected [[reference]] tables")?;
         rows.iter()
             .enumerate()
             .map(|(i, row)| {
                 let at = |k: &str| format!("reference[{i}].{k}");
-                let t = row.as_table().ok_or_else(|| format!("reference[{i}]: expected a table"))?;
+                let t = row
+                    .as_table()
+                    .ok_or_else(|| format!("reference[{i}]: expected a table"))?;
                 let s = |k: &str| -> Result<String, String> {
-                    t.get(k).and_then(|v| v.as_str()).map(str::to_owned).ok_or_else(|| format!("missing field '{}'", at(k)))
+                    t.get(k)
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("missing field '{}'", at(k)))
                 };
                 let n = |k: &str| -> Result<f64, String> {
                     match t.get(k) {
@@ -376,7 +432,10 @@ impl Reader<'_> {
                 };
                 let kind = s("kind")?;
                 if kind != "calibrated" && kind != "predicted" {
-                    return Err(format!("{}: expected \"calibrated\" or \"predicted\"", at("kind")));
+                    return Err(format!(
+                        "{}: expected \"calibrated\" or \"predicted\"",
+                        at("kind")
+                    ));
                 }
                 Ok(Reference {
                     benchmark: s("benchmark")?,

@@ -23,7 +23,9 @@ impl Platform {
     /// Loads and validates a platform file; raises ValueError naming the file and the problem.
     #[staticmethod]
     fn load(path: PathBuf) -> PyResult<Self> {
-        platform::Platform::load(&path).map(|inner| Platform { inner }).map_err(|e| PyValueError::new_err(e.to_string()))
+        platform::Platform::load(&path)
+            .map(|inner| Platform { inner })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     #[getter]
@@ -100,7 +102,9 @@ impl Trace {
     #[new]
     #[pyo3(signature = (max_spans = tca_sim::Trace::DEFAULT_MAX_SPANS))]
     fn new(max_spans: usize) -> Self {
-        Trace { inner: tca_sim::Trace::with_limit(max_spans) }
+        Trace {
+            inner: tca_sim::Trace::with_limit(max_spans),
+        }
     }
 
     /// Starts a process group (one per run) named `name`.
@@ -120,8 +124,9 @@ impl Trace {
 
     /// Writes the trace as JSON.
     fn write(&self, path: PathBuf) -> PyResult<()> {
-        std::fs::write(&path, self.inner.to_json())
-            .map_err(|e| PyValueError::new_err(format!("{}: cannot write trace: {e}", path.display())))
+        std::fs::write(&path, self.inner.to_json()).map_err(|e| {
+            PyValueError::new_err(format!("{}: cannot write trace: {e}", path.display()))
+        })
     }
 }
 
@@ -132,7 +137,11 @@ fn endpoint(name: &str) -> PyResult<Endpoint> {
             .strip_prefix("gpu")
             .and_then(|n| n.parse().ok())
             .map(Endpoint::Gpu)
-            .ok_or_else(|| PyValueError::new_err(format!("unknown memory '{name}' (expected cpu, gpu0, gpu1, ...)"))),
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown memory '{name}' (expected cpu, gpu0, gpu1, ...)"
+                ))
+            }),
     }
 }
 
@@ -141,6 +150,7 @@ fn endpoint(name: &str) -> PyResult<Endpoint> {
 /// until the polling CPU sees completion, and the number of events.
 #[pyfunction]
 #[pyo3(signature = (platform, src, dst, mode, size, count, trace = None))]
+#[allow(clippy::too_many_arguments)] // mirrors the Python keyword signature
 fn simulate_dma<'py>(
     py: Python<'py>,
     platform: &Platform,
@@ -154,12 +164,24 @@ fn simulate_dma<'py>(
     let mode = match mode {
         "chaining" => DmaMode::Chaining,
         "register" => DmaMode::Register,
-        other => return Err(PyValueError::new_err(format!("unknown DMA mode '{other}' (expected chaining or register)"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown DMA mode '{other}' (expected chaining or register)"
+            )))
+        }
     };
     if size <= 0 || count <= 0 || count > u32::MAX as i64 {
-        return Err(PyValueError::new_err(format!("size ({size}) and count ({count}) must be positive")));
+        return Err(PyValueError::new_err(format!(
+            "size ({size}) and count ({count}) must be positive"
+        )));
     }
-    let run = DmaRun { src: endpoint(src)?, dst: endpoint(dst)?, mode, size: size as u64, count: count as u32 };
+    let run = DmaRun {
+        src: endpoint(src)?,
+        dst: endpoint(dst)?,
+        mode,
+        size: size as u64,
+        count: count as u32,
+    };
     let inner = &platform.inner;
     let result = match trace {
         Some(t) => {

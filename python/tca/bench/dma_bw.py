@@ -49,7 +49,9 @@ class Point:
 
 def points(experiment: str, sizes: list[int] | None = None) -> list[Point]:
     if experiment == "fig4":
-        return [Point(s, n, a, b, "chaining", n, FIG4_COUNT) for s, a, b in PAIRS for n in sizes or FIG4_SIZES]
+        return [
+            Point(s, n, a, b, "chaining", n, FIG4_COUNT) for s, a, b in PAIRS for n in sizes or FIG4_SIZES
+        ]
     if experiment == "fig5":
         return [
             Point(m.capitalize(), n, "cpu", "cpu", m, n, 1)
