@@ -55,7 +55,11 @@ def test_plot_and_trace_files(tca, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     events = json.loads(trace.read_text())["traceEvents"]
     names = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    assert {"N port -> root complex", "root complex -> N port", "PEACH2 DMA channel 0"} <= names
+    assert {
+        "node0 N port -> root complex",
+        "node0 root complex -> N port",
+        "node0 PEACH2 DMA channel 0",
+    } <= names
     processes = [e["args"]["name"] for e in events if e["name"] == "process_name"]
     assert len(processes) == 4  # two sizes x two modes
     spans = [e for e in events if e["ph"] == "X"]

@@ -7,6 +7,7 @@
 //! - [`descriptor`]: DMA descriptors and block-stride expansion;
 //! - [`node`]: one node (host, GPUs, PEACH2) executing DMA chains in virtual time.
 
+pub mod cluster;
 pub mod descriptor;
 pub mod node;
 pub mod pcie;

@@ -6,6 +6,7 @@
 //! keeps the list of parameters with their sources for reports.
 
 use crate::pcie::{Generation, LinkSpec};
+use crate::router::Port;
 use crate::units::{self, UnitError};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,18 @@ pub struct HostSpec {
     pub qpi_bandwidth: u64,
     /// Extra latency of crossing QPI.
     pub qpi_latency: SimTime,
+    /// Bytes a CPU's write-combining buffer gathers into one PIO TLP.
+    pub pio_write_combining: u64,
+}
+
+/// A PCIe cable between two PEACH2 ports (seed 000 §3.1.1: one end Root Complex, the other
+/// Endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cable {
+    pub a: u32,
+    pub a_port: Port,
+    pub b: u32,
+    pub b_port: Port,
 }
 
 /// A GPU as a PCIe target (GPUDirect RDMA, seed 000 §3.2).
@@ -123,8 +136,12 @@ pub struct Platform {
     pub source: String,
     pub path: PathBuf,
     pub nodes: u32,
+    /// Cables between PEACH2 ports.
+    pub cables: Vec<Cable>,
     /// PEACH2 N port to the CPU root port.
     pub host_link: LinkSpec,
+    /// A cable link between two PEACH2 ports (PHY, data link layer and cable).
+    pub cable_link: LinkSpec,
     /// CPU root port to each GPU.
     pub gpu_link: LinkSpec,
     pub host: HostSpec,
@@ -186,7 +203,9 @@ impl Reader<'_> {
         let description = self.string("platform.description")?;
         let source = self.string("platform.source")?;
         let nodes = self.count("topology.nodes")? as u32;
+        let cables = self.cables("topology.cables", nodes)?;
         let host_link = self.link("pcie.host_link")?;
+        let cable_link = self.link("pcie.cable_link")?;
         let gpu_link = self.link("pcie.gpu_link")?;
         let host = HostSpec {
             mmio_latency: self.time("host.mmio_latency")?,
@@ -197,6 +216,7 @@ impl Reader<'_> {
             p2p_read_bandwidth: self.bandwidth("host.p2p_read_bandwidth")?,
             qpi_bandwidth: self.bandwidth("host.qpi_bandwidth")?,
             qpi_latency: self.time("host.qpi_latency")?,
+            pio_write_combining: self.bytes("host.pio_write_combining")?,
         };
         let gpu = GpuSpec {
             model: self.string("gpu.model")?,
@@ -241,7 +261,9 @@ impl Reader<'_> {
             source,
             path: path.to_path_buf(),
             nodes,
+            cables,
             host_link,
+            cable_link,
             gpu_link,
             host,
             gpu,
@@ -317,10 +339,10 @@ impl Reader<'_> {
             Some(toml::Value::Array(a)) => {
                 let items: Result<Vec<String>, String> = a
                     .iter()
-                    .map(|v| {
-                        v.as_integer()
-                            .map(|i| i.to_string())
-                            .ok_or_else(|| format!("{key}: expected integers"))
+                    .map(|v| match v {
+                        toml::Value::Integer(i) => Ok(i.to_string()),
+                        toml::Value::String(s) if !s.contains(',') => Ok(s.clone()),
+                        _ => Err(format!("{key}: expected a list of integers or strings")),
                     })
                     .collect();
                 items?.join(",")
@@ -400,6 +422,62 @@ impl Reader<'_> {
                 "{key}: expected a non-empty list of non-negative integers"
             )),
         }
+    }
+
+    /// Cables written "0E-1W": node 0 port E to node 1 port W. Each port is used once, nodes
+    /// exist, and the two ends are one Endpoint and one Root Complex (S may be either).
+    fn cables(&mut self, key: &str, nodes: u32) -> Result<Vec<Cable>, String> {
+        let text = self.param_text(key)?;
+        let mut cables = Vec::new();
+        let mut used = BTreeSet::new();
+        for item in text.split(',').filter(|s| !s.is_empty()) {
+            let end = |s: &str| -> Option<(u32, Port)> {
+                let (num, port) = s.split_at(s.len().checked_sub(1)?);
+                let port = match port {
+                    "E" => Port::E,
+                    "W" => Port::W,
+                    "S" => Port::S,
+                    _ => return None,
+                };
+                Some((num.parse().ok()?, port))
+            };
+            let parsed = item
+                .split_once('-')
+                .and_then(|(a, b)| Some((end(a)?, end(b)?)));
+            let Some(((a, a_port), (b, b_port))) = parsed else {
+                return Err(format!(
+                    "{key}: '{item}' is not a cable like \"0E-1W\" (ports E, W, S)"
+                ));
+            };
+            if a >= nodes || b >= nodes || a == b {
+                return Err(format!(
+                    "{key}: '{item}' must join two different nodes below topology.nodes = {nodes}"
+                ));
+            }
+            for end in [(a, a_port), (b, b_port)] {
+                if !used.insert(end) {
+                    return Err(format!(
+                        "{key}: port {:?} of node {} is cabled twice",
+                        end.1, end.0
+                    ));
+                }
+            }
+            let roles = (a_port.fixed_role(), b_port.fixed_role());
+            if matches!(roles, (Some(x), Some(y)) if x == y)
+                || (a_port == Port::S) != (b_port == Port::S)
+            {
+                return Err(format!(
+                    "{key}: '{item}' joins {a_port:?} to {b_port:?}; a cable needs one Endpoint and one Root Complex (E-W, or S-S) (seed 000 §3.3)"
+                ));
+            }
+            cables.push(Cable {
+                a,
+                a_port,
+                b,
+                b_port,
+            });
+        }
+        Ok(cables)
     }
 
     fn references(&mut self) -> Result<Vec<Reference>, String> {

@@ -145,15 +145,16 @@ pub enum RouteError {
 /// The routing registers of one PEACH2, as the management processor writes them.
 #[derive(Debug, Clone)]
 pub struct Router {
-    /// Registers of N, E, W, S in that order; `None` when the port is unused.
-    pub registers: [Option<RangeRegister>; 4],
+    /// Range registers of N, E, W, S in that order (empty when the port is unused). The seed
+    /// does not say how many pairs a port has; a ring with wrap-around needs two on E or W.
+    pub registers: [Vec<RangeRegister>; 4],
     /// The node offset subtracted from packets leaving through N.
     pub node_offset: u64,
 }
 
 impl Router {
-    /// Registers for `node`: its own part goes N, nodes `port_nodes[p]` (an inclusive node range)
-    /// go through port `p`.
+    /// Registers for `node`: its own part goes N; each `(port, first, last)` sends the inclusive
+    /// node range `first..=last` through `port` (a port may take several ranges).
     pub fn for_node(map: &AddressMap, node: u32, cable_ports: &[(Port, u32, u32)]) -> Self {
         let mask = !(map.node_bytes - 1);
         let range = |first: u32, last: u32| RangeRegister {
@@ -161,11 +162,10 @@ impl Router {
             lo: map.node_base(first),
             hi: map.node_base(last),
         };
-        let mut registers = [None; 4];
-        registers[0] = Some(range(node, node));
+        let mut registers: [Vec<RangeRegister>; 4] = Default::default();
+        registers[0].push(range(node, node));
         for &(port, first, last) in cable_ports {
-            registers[Port::ALL.iter().position(|p| *p == port).unwrap()] =
-                Some(range(first, last));
+            registers[Port::ALL.iter().position(|p| *p == port).unwrap()].push(range(first, last));
         }
         Self {
             registers,
@@ -181,7 +181,7 @@ impl Router {
     pub fn route(&self, addr: u64) -> Result<Route, RouteError> {
         let mut hit: Option<Port> = None;
         for (port, reg) in Port::ALL.iter().zip(&self.registers) {
-            if reg.is_some_and(|r| r.matches(addr)) {
+            if reg.iter().any(|r| r.matches(addr)) {
                 if let Some(first) = hit {
                     return Err(RouteError::Ambiguous {
                         addr,
@@ -287,7 +287,7 @@ mod tests {
                 _ => Route::Forward(Port::S),
             };
             prop_assert_eq!(r.route(addr), Ok(expected));
-            let hits = r.registers.iter().filter(|reg| reg.is_some_and(|g| g.matches(addr))).count();
+            let hits = r.registers.iter().flatten().filter(|g| g.matches(addr)).count();
             prop_assert_eq!(hits, 1);
         }
     }

@@ -113,18 +113,32 @@ impl<E> Simulation<E> {
         model: &mut M,
         mut trace: Option<&mut Trace>,
     ) -> SimTime {
-        while let Some((at, event)) = self.queue.pop() {
-            debug_assert!(at >= self.now);
-            self.now = at;
-            self.delivered += 1;
-            let mut ctx = Context {
-                now: at,
-                queue: &mut self.queue,
-                trace: trace.as_deref_mut(),
-            };
-            model.handle(&mut ctx, event);
-        }
+        while self.step(model, trace.as_deref_mut()).is_some() {}
         self.now
+    }
+
+    /// Delivers the earliest pending event, if any; returns its time.
+    pub fn step<M: Model<Event = E>>(
+        &mut self,
+        model: &mut M,
+        trace: Option<&mut Trace>,
+    ) -> Option<SimTime> {
+        let (at, event) = self.queue.pop()?;
+        debug_assert!(at >= self.now);
+        self.now = at;
+        self.delivered += 1;
+        let mut ctx = Context {
+            now: at,
+            queue: &mut self.queue,
+            trace,
+        };
+        model.handle(&mut ctx, event);
+        Some(at)
+    }
+
+    /// The time of the next pending event.
+    pub fn next_time(&self) -> Option<SimTime> {
+        self.queue.peek_time()
     }
 }
 
