@@ -29,7 +29,7 @@ native: $(STAMP)
 demo: native
 	$(TCA) demo --out out
 
-test: test-rust test-python
+test: test-rust test-python test-c
 
 test-rust:
 	cargo test --release --workspace --exclude tca-py
@@ -49,3 +49,35 @@ lint: native
 
 clean:
 	rm -rf $(VENV) target out
+
+# ---- real fabric (shm): libtca.so, C examples, MPI comparison (docs/shm-fabric.md) ----
+
+.PHONY: mpi capi examples test-c bench-shm
+
+# Open MPI and MPICH from Debian, side by side (mpicc.openmpi / mpicc.mpich, mpirun.openmpi /
+# mpirun.mpich). Installs only as root; otherwise the MPI variants are skipped with a message.
+mpi:
+	@if command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "make mpi: installing Open MPI and MPICH"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    libopenmpi-dev openmpi-bin mpich libmpich-dev >/dev/null; \
+	else echo "make mpi: not root (or no apt-get): MPI variants skipped; install" \
+	  "libopenmpi-dev openmpi-bin mpich libmpich-dev to build them"; fi
+
+# libtca.so (target/release), tca-api.h (crates/tca-capi/include), tca.pc (target/release/pkgconfig).
+capi:
+	cargo build --release -p tca-capi
+	@mkdir -p target/release/pkgconfig
+	sed 's|@ROOT@|$(CURDIR)|' crates/tca-capi/tca.pc.in > target/release/pkgconfig/tca.pc
+
+examples: capi mpi
+	$(MAKE) -C examples/c
+
+# The C examples under `tca run` and under both mpiruns (tests/shm/run-c.sh).
+test-c: examples native
+	TCA=$(TCA) tests/shm/run-c.sh
+
+# Ping-pong on this machine: shm PIO / DMA against MPI-3 RMA (Open MPI, MPICH) and memcpy.
+bench-shm: examples native
+	$(PY) -m tca.shm_bench

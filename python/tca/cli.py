@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tca import TcaError, _native, platforms, report
+from tca import TcaError, _native, launch, platforms, report
 from tca.bench import dma_bw
 
 
@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="out", help="directory for the plots (default: out)")
     p.add_argument("--platform", default="peach2-testbed-2013", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)
+    launch.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,159 @@
+/*
+ * tca-api.h: the TCA user API (C) of tca, implemented by libtca.so.
+ *
+ * Names, flags and the call sequence follow the published TCA API (SYSTEMS.md §1; seed 001,
+ * "TCAアーキテクチャのユーザ利用"). This library runs it on the shm fabric: the ranks of a
+ * job are processes on one host, started by `tca run -n N` or by mpirun (docs/shm-fabric.md).
+ *
+ * Every function returns a tcaresult: TCA_SUCCESS (0) or one of the codes below, which are
+ * stable. tcaGetErrorString turns a code into one line of text. No call aborts the process.
+ *
+ * Build:  cc prog.c $(pkg-config --cflags --libs tca)
+ */
+#ifndef TCA_API_H
+#define TCA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- results ---- */
+
+typedef int tcaresult;
+
+#define TCA_SUCCESS 0
+#define TCA_ERROR_SIZE_NOT_MULTIPLE_OF_4 1  /* sizes and widths are multiples of 4 bytes */
+#define TCA_ERROR_ALIGNMENT_MISMATCH 2      /* src and dst differ in their low 4 address bits */
+#define TCA_ERROR_OUT_OF_BOUNDS 3           /* offset + size outside the handle */
+#define TCA_ERROR_TOO_MANY_NODES 4          /* more than 16 nodes */
+#define TCA_ERROR_INVALID_CHANNEL 5         /* DMA channel outside 0..3 */
+#define TCA_ERROR_INVALID_SLOT 6            /* wait slot outside 0..63 */
+#define TCA_ERROR_INVALID_HANDLE 7          /* malformed, unknown, destroyed or foreign handle */
+#define TCA_ERROR_INVALID_DESCRIPTOR 8      /* empty, freed or unknown descriptor */
+#define TCA_ERROR_REGISTER_MODE_FULL 9      /* register mode holds at most 16 requests */
+#define TCA_ERROR_UNKNOWN_FLAGS 10
+#define TCA_ERROR_NOT_INITIALIZED 11        /* before tcaInit or after tcaFinalize */
+#define TCA_ERROR_OUT_OF_MEMORY 12
+#define TCA_ERROR_TIMEOUT 13                /* a wait passed TCA_TIMEOUT_MS */
+#define TCA_ERROR_PEER_DEAD 14              /* the awaited rank died or finished */
+#define TCA_ERROR_ZERO_SIZE 15
+#define TCA_ERROR_INVALID_PITCH 16
+#define TCA_ERROR_TOO_LARGE 17
+#define TCA_ERROR_INVALID_NODE 18
+#define TCA_ERROR_INVALID_FLAG_COMBINATION 19
+#define TCA_ERROR_CHANNEL_BUSY 20
+#define TCA_ERROR_CHANNEL_NOT_SET 21
+#define TCA_ERROR_UNEXPECTED_COMPLETION 22
+#define TCA_ERROR_INVALID_ARGUMENT 100      /* a NULL pointer or negative number (C ABI only) */
+#define TCA_ERROR_INTERNAL 101              /* a bug in the library, reported instead of a crash */
+
+/* One line of English text for a code ("success", "timed out", ...). Never NULL. */
+const char *tcaGetErrorString(tcaresult code);
+
+/* ---- memory types, DMA flags, modes ---- */
+
+enum tcaMemoryType { tcaMemoryCPU = 0, tcaMemoryGPU = 1 };
+
+/* Flags of tcaDescSetMemcpy / tcaDescSetMemcpy2D (bit values are stable). */
+#define tcaDMAUseInternal 0x01       /* descriptor kept in the controller's internal memory */
+#define tcaDMAUseNotifyInternal 0x02 /* notification lands in internal memory (with a notify) */
+#define tcaDMANotify 0x04            /* notify the destination (slot, tag) when the data is in */
+#define tcaDMANotifySelf 0x08        /* notify the node running the chain */
+#define tcaDMAContinue 0x10          /* next entry starts without waiting for this one */
+#define tcaDMAPipeline 0x20          /* stage through internal memory (a timing property) */
+
+/* Extension: how the DMA controller gets the requests (seed 000 §3.5.2). */
+enum tcaDMAMode { tcaDMAModeAuto = 0, tcaDMAModeRegister = 1, tcaDMAModeChaining = 2 };
+
+/* Reduction operators and types of the published API (the collectives are not provided yet). */
+enum tcaOp { TCA_OP_SUM, TCA_OP_PROD, TCA_OP_MAX, TCA_OP_MIN, TCA_OP_BAND, TCA_OP_LAND,
+             TCA_OP_BOR, TCA_OP_LOR, TCA_OP_BXOR, TCA_OP_LXOR };
+enum tcaDataType { TCA_CHAR, TCA_SHORT, TCA_INT, TCA_LONG, TCA_UNSIGNED_CHAR,
+                   TCA_UNSIGNED_SHORT, TCA_UNSIGNED, TCA_UNSIGNED_LONG, TCA_FLOAT, TCA_DOUBLE };
+
+#define TCA_DMA_CHANNELS 4
+#define TCA_NOTIFY_SLOTS 64
+#define TCA_MAX_NODES 16
+
+/* ---- handles ---- */
+
+/* A registered region of one node's memory: node id, address, size, type, in a fixed 32-byte
+ * wire form. Plain bytes: send sizeof(tcaHandle) bytes to other ranks (MPI_Allgather). */
+typedef struct tcaHandle { uint8_t bytes[32]; } tcaHandle;
+
+/* An open PIO window into a (usually remote) handle. Plain bytes. */
+typedef struct tcaPIOHandle { uint8_t bytes[48]; } tcaPIOHandle;
+
+/* A descriptor chain under construction (opaque). */
+typedef struct tcaDesc tcaDesc;
+
+/* ---- set-up ---- */
+
+/* Joins the job (collective: every rank calls it). Reads rank and size from `tca run`
+ * (TCA_RANK, TCA_SIZE, TCA_JOB_ID) or from mpirun (Open MPI, MPICH). On failure the reason is
+ * also printed on stderr. */
+tcaresult tcaInit(void);
+/* Leaves the job; later calls return TCA_ERROR_NOT_INITIALIZED. */
+tcaresult tcaFinalize(void);
+/* Extensions: this rank's node id, and the number of nodes. */
+tcaresult tcaGetNodeId(int *node);
+tcaresult tcaGetNodeCount(int *nodes);
+
+/* Allocates size bytes that peers can reach (64-byte aligned). type: tcaMemoryCPU or
+ * tcaMemoryGPU (host memory on the shm fabric). */
+tcaresult tcaMalloc(void **ptr, size_t size, int type);
+tcaresult tcaFree(void *ptr);
+
+/* Registers size bytes at ptr (inside one tcaMalloc block). */
+tcaresult tcaCreateHandle(tcaHandle *handle, void *ptr, size_t size, int type);
+tcaresult tcaDestroyHandle(tcaHandle *handle);
+
+/* ---- DMA ---- */
+
+tcaDesc *tcaDescNew(void); /* NULL when out of memory */
+tcaresult tcaDescFree(tcaDesc *desc);
+/* Appends a copy of size bytes; repeated calls chain. Notification (wait_slot, wait_tag). */
+tcaresult tcaDescSetMemcpy(tcaDesc *desc, const tcaHandle *dst_handle, size_t dst_offset,
+                           const tcaHandle *src_handle, size_t src_offset, size_t size,
+                           int flags, int wait_slot, int wait_tag);
+/* Appends a block-stride copy: count bursts of width bytes, pitches in bytes. */
+tcaresult tcaDescSetMemcpy2D(tcaDesc *desc, const tcaHandle *dst_handle, size_t dst_offset,
+                             size_t dst_pitch, const tcaHandle *src_handle, size_t src_offset,
+                             size_t src_pitch, size_t width, size_t count, int flags,
+                             int wait_slot, int wait_tag);
+/* Extension: forces register or chaining mode (default: register up to 16 entries). */
+tcaresult tcaDescSetMode(tcaDesc *desc, int mode);
+/* Registers the chain on DMA channel ch (0..3); the channel keeps a copy. */
+tcaresult tcaDescSet(tcaDesc *desc, int ch);
+/* Kicks channel ch; tcaWaitDMAC waits until its run is over. */
+tcaresult tcaStartDMADesc(int ch);
+tcaresult tcaWaitDMAC(int ch);
+/* Waits for (and consumes) one notification (wait_slot, wait_tag) from handle's node. */
+tcaresult tcaWaitDMARecvDesc(const tcaHandle *handle, int wait_slot, int wait_tag);
+
+/* ---- PIO ---- */
+
+/* Opens size bytes at offset of handle for PIO stores. */
+tcaresult tcaSetPIORegion(tcaPIOHandle *pio, const tcaHandle *handle, size_t offset, size_t size);
+/* Stores size bytes (a multiple of 4) at offset of the window. */
+tcaresult tcaSendPIO(const tcaPIOHandle *pio, size_t offset, const void *src, size_t size);
+/* Orders all earlier PIO stores before all later ones. */
+tcaresult tcaSendPIOCommit(const tcaPIOHandle *pio);
+/* Extension: waits until the 32-bit word at offset of this rank's handle equals value,
+ * failing when rank `peer` dies or after the timeout (the receiving side of PIO). */
+tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int peer);
+
+/* ---- bootstrap without MPI (extensions) ---- */
+
+/* Gathers size bytes from every rank into recv (size * nodes bytes, rank order). */
+tcaresult tcaAllgather(const void *send, void *recv, size_t size);
+tcaresult tcaBarrier(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCA_API_H */

@@ -1,0 +1,201 @@
+//! The few operating-system calls the fabric needs: POSIX shared memory, futexes on shared
+//! words, and process liveness. Each wrapper turns failure into an `io::Error` or a `bool`.
+
+use std::ffi::CString;
+use std::io;
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+/// A shared mapping of a POSIX shared-memory object. Unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; all cross-thread access goes through atomics or
+// through regions the protocol hands from one thread to another.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// First byte of the mapping (page-aligned).
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Length \[bytes\].
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len come from a successful mmap and are unmapped once.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+fn cname(name: &str) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+/// Creates the shared-memory object `name` (`/dev/shm/<name>` without the slash) of `len`
+/// bytes, exclusively, and maps it. `ErrorKind::AlreadyExists` when the name is taken.
+pub fn shm_create(name: &str, len: usize) -> io::Result<Mapping> {
+    let c = cname(&format!("/{name}"))?;
+    // SAFETY: plain libc calls on a valid C string; the fd is closed on every path.
+    unsafe {
+        let fd = libc::shm_open(
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+            0o600,
+        );
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::ftruncate(fd, len as libc::off_t) != 0 {
+            let e = io::Error::last_os_error();
+            libc::close(fd);
+            libc::shm_unlink(c.as_ptr());
+            return Err(e);
+        }
+        let m = map_fd(fd, len);
+        libc::close(fd);
+        if m.is_err() {
+            libc::shm_unlink(c.as_ptr());
+        }
+        m
+    }
+}
+
+/// Opens and maps an existing shared-memory object; `Ok(None)` while it does not exist or is
+/// shorter than `min_len` (its creator has not sized it yet).
+pub fn shm_open_existing(name: &str, min_len: usize) -> io::Result<Option<Mapping>> {
+    let c = cname(&format!("/{name}"))?;
+    // SAFETY: plain libc calls; the fd is closed on every path.
+    unsafe {
+        let fd = libc::shm_open(c.as_ptr(), libc::O_RDWR, 0);
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOENT) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            let e = io::Error::last_os_error();
+            libc::close(fd);
+            return Err(e);
+        }
+        let len = st.st_size as usize;
+        if len < min_len {
+            libc::close(fd);
+            return Ok(None);
+        }
+        let m = map_fd(fd, len);
+        libc::close(fd);
+        m.map(Some)
+    }
+}
+
+unsafe fn map_fd(fd: libc::c_int, len: usize) -> io::Result<Mapping> {
+    let p = libc::mmap(
+        std::ptr::null_mut(),
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED,
+        fd,
+        0,
+    );
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Mapping { ptr: p.cast(), len })
+}
+
+/// Removes the name of a shared-memory object (the memory lives on while mapped).
+pub fn shm_unlink(name: &str) -> io::Result<()> {
+    let c = cname(&format!("/{name}"))?;
+    // SAFETY: plain libc call on a valid C string.
+    if unsafe { libc::shm_unlink(c.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sleeps while `*word == expected`, at most `timeout`, on a futex that works across
+/// processes (the word lies in a shared mapping, so the non-private futex operations are
+/// used). Returns early on a wake, a signal or a changed value.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: the futex syscall reads the word at a valid aligned address; errors (EAGAIN when
+    // the value changed, ETIMEDOUT, EINTR) all mean "check again".
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes every process sleeping in [`futex_wait`] on `word`.
+pub fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: as in futex_wait.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie (a killed rank whose parent has not
+/// reaped it yet is dead for the fabric).
+pub fn process_alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    if r != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    // /proc/<pid>/stat: "pid (comm) S ..."; the state follows the last ')'.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !matches!(
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next()),
+            Some('Z') | Some('X') | Some('x')
+        ),
+        Err(_) => r == 0,
+    }
+}
+
+/// This process's id.
+pub fn getpid() -> u32 {
+    std::process::id()
+}
+
+/// The parent process's id.
+pub fn getppid() -> u32 {
+    // SAFETY: getppid cannot fail.
+    unsafe { libc::getppid() as u32 }
+}

@@ -1,0 +1,113 @@
+//! Multi-process runs of the shm fabric: N copies of `tca-shm-scenario`, one per rank, with
+//! the variables `tca run` sets. Every run also checks that nothing of the job is left in
+//! `/dev/shm`.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static RUN: AtomicU32 = AtomicU32::new(0);
+
+struct Outcome {
+    codes: Vec<Option<i32>>,
+    out: String,
+}
+
+fn run(scenario: &str, n: u16, extra: &[(&str, &str)]) -> Outcome {
+    let job = format!(
+        "test{}-{}",
+        std::process::id(),
+        RUN.fetch_add(1, Ordering::Relaxed)
+    );
+    let children: Vec<_> = (0..n)
+        .map(|r| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_tca-shm-scenario"));
+            c.arg(scenario)
+                .env("TCA_RANK", r.to_string())
+                .env("TCA_SIZE", n.to_string())
+                .env("TCA_JOB_ID", &job)
+                .env("TCA_TIMEOUT_MS", "5000")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            for (k, v) in extra {
+                c.env(k, v);
+            }
+            c.spawn().expect("spawn scenario")
+        })
+        .collect();
+    let mut codes = Vec::new();
+    let mut out = String::new();
+    for c in children {
+        let o = c.wait_with_output().expect("wait");
+        codes.push(o.status.code());
+        out.push_str(&String::from_utf8_lossy(&o.stdout));
+        out.push_str(&String::from_utf8_lossy(&o.stderr));
+    }
+    let left: Vec<_> = std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|f| f.starts_with(&format!("tca-{job}-")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}\n{out}");
+    Outcome { codes, out }
+}
+
+#[test]
+fn every_call_on_2_to_8_ranks() {
+    for n in [2u16, 3, 4, 8] {
+        let o = run("all-calls", n, &[]);
+        assert!(
+            o.codes.iter().all(|c| *c == Some(0)),
+            "{n} ranks: {:?}\n{}",
+            o.codes,
+            o.out
+        );
+    }
+}
+
+#[test]
+fn every_call_on_one_rank() {
+    let o = run("all-calls", 1, &[]);
+    assert_eq!(o.codes, vec![Some(0)], "{}", o.out);
+}
+
+#[test]
+fn bad_arguments_give_their_codes() {
+    let o = run("bad-args", 2, &[]);
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{}", o.out);
+}
+
+#[test]
+fn a_killed_peer_fails_the_others_quickly() {
+    let o = run("peer-dies", 3, &[("TCA_TIMEOUT_MS", "20000")]);
+    // Rank 1 was killed (no exit code); ranks 0 and 2 saw PeerDead in time.
+    assert_eq!(o.codes, vec![Some(0), None, Some(0)], "{}", o.out);
+    assert!(o.out.contains("PeerDead"), "{}", o.out);
+}
+
+#[test]
+fn a_silent_peer_times_out() {
+    let o = run("silent-peer", 2, &[("TCA_TIMEOUT_MS", "300")]);
+    assert_eq!(o.codes, vec![Some(0), Some(0)], "{}", o.out);
+    assert!(o.out.contains("Timeout"), "{}", o.out);
+}
+
+#[test]
+fn a_missing_rank_times_out_at_init() {
+    // Only rank 0 of 2 starts.
+    let job = format!("test{}-missing", std::process::id());
+    let o = Command::new(env!("CARGO_BIN_EXE_tca-shm-scenario"))
+        .arg("all-calls")
+        .env("TCA_RANK", "0")
+        .env("TCA_SIZE", "2")
+        .env("TCA_JOB_ID", &job)
+        .env("TCA_TIMEOUT_MS", "300")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("timed out") && err.contains("rank 1"), "{err}");
+    assert!(!std::path::Path::new(&format!("/dev/shm/tca-{job}-0")).exists());
+}
