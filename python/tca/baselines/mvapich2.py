@@ -22,8 +22,9 @@ GDR off above 512 KB. The model follows one ``MPI_Send`` -> ``MPI_Recv`` message
       with GDR while size <= gdr_limit), or a pipeline over chunks of pipeline_chunk: cudaMemcpy
       D2H -> RDMA write -> cudaMemcpy H2D, the stages of successive chunks overlapping.
 
-    RDMA write = mmio (doorbell) + source read round trip (none for host data <= max_inline,
-                 which the work request carries) + hca + wire + hca
+    RDMA write = mmio x rails used (a doorbell per rail)
+                 + source read round trip (none for host data <= max_inline: the work request
+                 carries it) + hca + wire + hca
                  + size / min(rails x IB rate, HCA PCIe rates, GDR read limit for GPU sources)
                  + destination write (the eager buffer's tail flag lands with the data; a
                  rendezvous adds the FIN message's host write)
@@ -107,9 +108,12 @@ class MpiIb:
         )
 
     # --- one RDMA write between two memories ("host" or "gpu") ---------------------------------
+    def rails_used(self, size: int) -> int:
+        return self.rails if size > self.striping_threshold else 1
+
     def rate(self, size: int, source: str) -> float:
         n = self.node
-        rails = self.rails if size > self.striping_threshold else 1
+        rails = self.rails_used(size)
         rate = min(
             rails * self.port_rate,
             self.hca_link_rate * links.write_efficiency(n.max_payload),  # receiving HCA writes
@@ -130,7 +134,8 @@ class MpiIb:
             read = n.host_read_round_trip()
         write = n.gpu_write_latency() if destination == "gpu" else n.host_write_latency()
         wire = self.hca_latency + self.wire_latency + self.hca_latency
-        return n.mmio_latency + read + wire + size / self.rate(size, source) + write
+        doorbells = self.rails_used(size) * n.mmio_latency  # a striped message posts one request per rail
+        return doorbells + read + wire + size / self.rate(size, source) + write
 
     def loopback(self, size: int) -> float:
         """The local HCA copies a host buffer into GPU memory (RDMA write to itself)."""
