@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from tca.baselines import BASELINES, load_params, pingpong_bandwidth_gbs
 from tca.baselines.calibrate import CALIBRATION, solve
+from tca.baselines.mvapich2 import MpiIb
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CALIBRATED, PREDICTED = 0.10, 0.15
@@ -126,6 +127,19 @@ def test_seed003_mpi_ib_beats_a_3_5_gb_s_gpu_read_limited_path_from_1_mb(peach3)
             assert mpi > peach3_us, size
         else:
             assert mpi < peach3_us, size
+
+
+def test_seed003_gdr_is_what_would_lose_above_512_kb(peach3):
+    # Seed 003 §3.2: the reason MPI/IB wins from 1 MB is that it stops using GPUDirect RDMA,
+    # whose reads of GPU memory degrade on large transfers. Kept on, GDR would lose to PEACH3
+    # too; and the model indeed does not use it there (its latency is the staged path's).
+    mpi = MpiIb.from_params(peach3, gdr=True)
+    for size in (1 * MiB, 4 * MiB):
+        gdr_only = (
+            mpi.mpi_overhead + 2 * mpi.cuda_buffer_check + mpi.rendezvous(size, "gpu", "gpu", True)
+        ) * 1e6
+        assert gdr_only > tca_standin_us(2.0, 3.5, size)
+        assert lat("mvapich2-gdr", peach3, "gpu-gpu", size) == lat("mvapich2", peach3, "gpu-gpu", size)
 
 
 def test_seed003_peach3_several_times_mpi_ib_at_1_to_4_kb(peach3):
