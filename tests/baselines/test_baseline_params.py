@@ -131,3 +131,16 @@ def test_calibrated_parameters_are_exactly_the_declared_set():
                 if "calibrated" in item:
                     found.add((name, table_name, key))
     assert found == declared
+
+
+def test_docs_snippets_are_the_fixtures():
+    # docs/baselines.md gives each platform's complete [baselines.*] tables; they must be the
+    # tables the tests run on.
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "baselines.md").read_text()
+    for name in PLATFORMS:
+        m = re.search(rf"### {re.escape(name)} \(seed \d+\)\n\n```toml\n(.*?)```", doc, re.S)
+        assert m, f"no snippet for {name} in docs/baselines.md"
+        with open(FIXTURES / f"{name}.toml", "rb") as f:
+            assert tomllib.loads(m.group(1)) == tomllib.load(f)
