@@ -53,3 +53,11 @@ def test_unknown_pair(name, pair):
 def test_size_must_be_a_positive_integer(name, size):
     pair = BASELINES[name].pairs[0]
     assert f"{name}: size must be a positive number of bytes" in message(name, pair, size)
+
+
+def test_numpy_integer_sizes_are_accepted():
+    import numpy as np
+
+    assert BASELINES["mvapich2"].pingpong_latency_us(PARAMS, "gpu-gpu", np.int64(4096)) == pytest.approx(
+        BASELINES["mvapich2"].pingpong_latency_us(PARAMS, "gpu-gpu", 4096)
+    )

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from tca.baselines.cuda import PAIRS, CudaPeer, CudaPeerUva
+from tca.baselines.cuda import CudaPeer, CudaPeerUva
 from tca.baselines.mvapich2 import Mvapich2
+from tca.baselines.pairs import PAIRS
 from tca.baselines.params import load as load_params
 
 

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from tca import TcaError
 from tca.baselines import links
 from tca.baselines.node import Node
+from tca.baselines.pairs import check
 from tca.baselines.params import table
-
-PAIRS = ("cpu-cpu", "cpu-gpu", "gpu-cpu", "gpu-gpu")
 
 
 @dataclass(frozen=True)
@@ -110,16 +109,6 @@ class CudaCopies:
         if pair == "gpu-gpu":
             return self.call(self.p2p_engine(size))
         raise TcaError(f"cudaMemcpy models device copies only, not {pair}")
-
-
-def check(name: str, pair: str, size: int, pairs: tuple[str, ...]) -> None:
-    """One-line errors for a pair or size a baseline does not support."""
-    if pair not in PAIRS:
-        raise TcaError(f"{name}: unknown pair '{pair}' (use {', '.join(PAIRS)})")
-    if pair not in pairs:
-        raise TcaError(f"{name}: pair {pair} is not supported (supported: {', '.join(pairs)})")
-    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-        raise TcaError(f"{name}: size must be a positive number of bytes, got {size!r}")
 
 
 class CudaPeer:

@@ -40,8 +40,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from tca.baselines import links
-from tca.baselines.cuda import PAIRS, CudaCopies, check
+from tca.baselines.cuda import CudaCopies
 from tca.baselines.node import Node
+from tca.baselines.pairs import PAIRS, check
 from tca.baselines.params import table
 
 CONTROL_MESSAGE = 64  # bytes of an RTS or CTS packet's payload (MPI header + RDMA key/address)
