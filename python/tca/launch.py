@@ -140,7 +140,10 @@ def add_parser(subparsers) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tca-run")
     add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["run", *(sys.argv[1:] if argv is None else argv)])
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        argv = argv[1:]
+    args = parser.parse_args(["run", *argv])
     try:
         return args.func(args)
     except TcaError as e:

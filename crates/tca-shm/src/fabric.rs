@@ -380,7 +380,9 @@ impl Fabric {
     /// [`TcaError::Timeout`].
     pub fn wait_dma_channel(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
+        let mut work = Work::default();
         self.wait(Watch::Nobody, false, |inner| {
+            inner.progress(&mut work);
             Ok(lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
         })
     }
@@ -402,7 +404,9 @@ impl Fabric {
         } else {
             Watch::Peer(h.node)
         };
+        let mut work = Work::default();
         self.wait(watch, false, |inner| {
+            inner.progress(&mut work);
             let mut e = lock(&inner.engine);
             inner.drain_notifications(&mut e);
             Ok(e.wait_dma_recv(h, slot, tag)? == WaitStatus::Ready)
@@ -590,8 +594,10 @@ impl Fabric {
         Ok(())
     }
 
-    /// Spins for up to the configured spin time, then sleeps on this rank's doorbell in slices,
-    /// until `ready` returns true. `cheap`: call `ready` on every spin (it reads memory only);
+    /// Waits until `ready` returns true: spins (then spins with `sched_yield`, so that a peer
+    /// sharing the core runs) for the configured spin time, then sleeps on this rank's doorbell
+    /// with a timeout growing from 20 us to 2 ms, checking the watched peers' liveness and the
+    /// deadline between sleeps. `cheap`: call `ready` on every spin (it only reads memory);
     /// otherwise only when the doorbell moved.
     fn wait(
         &self,
@@ -601,54 +607,93 @@ impl Fabric {
     ) -> TcaResult<()> {
         let inner = &*self.inner;
         let h = inner.own().header();
-        let start = Instant::now();
         let mut bell = h.app_bell.0.load(Ordering::Acquire);
         if ready(inner)? {
             return Ok(());
         }
+        let mut backoff = Backoff::new(inner.cfg.spin);
         loop {
-            let spin_until = start + inner.cfg.spin;
-            while Instant::now() < spin_until {
-                for _ in 0..64 {
-                    spin_loop();
-                    if cheap {
+            match backoff.snooze() {
+                None => {
+                    let now = h.app_bell.0.load(Ordering::Acquire);
+                    if cheap || now != bell {
+                        bell = now;
                         if ready(inner)? {
                             return Ok(());
                         }
-                    } else if h.app_bell.0.load(Ordering::Acquire) != bell {
-                        break;
                     }
                 }
-                let now = h.app_bell.0.load(Ordering::Acquire);
-                if now != bell || cheap {
-                    bell = now;
+                Some(sleep) => {
+                    // Slow path: liveness, deadline, then sleep until the doorbell moves.
+                    if let Some(dead) = inner.dead_peer(watch) {
+                        inner.mark_dead(dead);
+                        return match ready(inner) {
+                            Ok(true) => Ok(()),
+                            Ok(false) => Err(TcaError::PeerDead),
+                            Err(e) => Err(e),
+                        };
+                    }
+                    if backoff.elapsed() > inner.cfg.timeout {
+                        return Err(TcaError::Timeout);
+                    }
+                    h.app_waiters.0.fetch_add(1, Ordering::SeqCst);
+                    if h.app_bell.0.load(Ordering::SeqCst) == bell {
+                        sys::futex_wait(&h.app_bell.0, bell, sleep);
+                    }
+                    h.app_waiters.0.fetch_sub(1, Ordering::SeqCst);
+                    bell = h.app_bell.0.load(Ordering::Acquire);
                     if ready(inner)? {
                         return Ok(());
                     }
                 }
             }
-            // Slow path: liveness, deadline, then sleep until the doorbell moves.
-            if let Some(dead) = inner.dead_peer(watch) {
-                inner.mark_dead(dead);
-                return match ready(inner) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err(TcaError::PeerDead),
-                    Err(e) => Err(e),
-                };
-            }
-            if start.elapsed() > inner.cfg.timeout {
-                return Err(TcaError::Timeout);
-            }
-            h.app_waiters.0.fetch_add(1, Ordering::SeqCst);
-            if h.app_bell.0.load(Ordering::SeqCst) == bell {
-                sys::futex_wait(&h.app_bell.0, bell, SLEEP_SLICE);
-            }
-            h.app_waiters.0.fetch_sub(1, Ordering::SeqCst);
-            bell = h.app_bell.0.load(Ordering::Acquire);
-            if ready(inner)? {
-                return Ok(());
-            }
         }
+    }
+}
+
+/// Spin, then yield, then sleep for growing slices: the waiting policy of every wait.
+struct Backoff {
+    start: Instant,
+    spin: Duration,
+    calls: u32,
+    sleeps: u32,
+}
+
+impl Backoff {
+    /// Pure spinning for this many calls before yields begin.
+    const PURE_SPINS: u32 = 256;
+    const FIRST_SLEEP: Duration = Duration::from_micros(20);
+
+    fn new(spin: Duration) -> Self {
+        Self {
+            start: Instant::now(),
+            spin,
+            calls: 0,
+            sleeps: 0,
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// Spins or yields once and returns `None` during the spin time; afterwards returns how
+    /// long to sleep next.
+    fn snooze(&mut self) -> Option<Duration> {
+        self.calls = self.calls.saturating_add(1);
+        if self.calls < Self::PURE_SPINS {
+            for _ in 0..16 {
+                spin_loop();
+            }
+            return None;
+        }
+        if self.start.elapsed() < self.spin {
+            std::thread::yield_now();
+            return None;
+        }
+        let d = (Self::FIRST_SLEEP * (1 << self.sleeps.min(7))).min(SLEEP_SLICE);
+        self.sleeps += 1;
+        Some(d)
     }
 }
 
@@ -815,45 +860,41 @@ fn open_peer(cfg: &Config, r: u16, deadline: Instant) -> Result<sys::Mapping, Co
     }
 }
 
-/// The DMA engine thread: takes the engine's actions and carries them out with memcpy into
-/// the mapped segments, then reports completions, until shutdown.
-fn engine_thread(inner: &Inner) {
-    let h = inner.own().header();
-    let me = inner.cfg.rank;
-    let mut batch: Vec<Action> = Vec::new();
-    let mut done: Vec<Token> = Vec::new();
-    let mut local: Vec<(u16, u16, u32)> = Vec::new();
-    let mut idle_since: Option<Instant> = None;
-    loop {
-        let bell = h.engine_bell.0.load(Ordering::Acquire);
+/// Buffers of one executor of engine actions (the engine thread, or a waiting caller).
+#[derive(Default)]
+struct Work {
+    batch: Vec<Action>,
+    done: Vec<Token>,
+    local: Vec<(u16, u16, u32)>,
+}
+
+impl Inner {
+    /// Takes every action the engine has queued and carries it out with real memory: copies
+    /// for writes, descriptor reads for fetches, ring entries for notifications; then reports
+    /// the completions. Returns false when there was nothing to do. Called by the engine
+    /// thread, and by callers waiting for DMA, so that a waiting caller runs its own chain
+    /// instead of waiting for the thread to be scheduled.
+    fn progress(&self, work: &mut Work) -> bool {
+        let mut any = false;
+        while self.progress_once(work) {
+            any = true;
+        }
+        any
+    }
+
+    fn progress_once(&self, work: &mut Work) -> bool {
+        let me = self.cfg.rank;
+        let inner = self;
         {
-            let mut e = lock(&inner.engine);
+            let mut e = lock(&self.engine);
             while let Some(a) = e.poll_action() {
-                batch.push(a);
+                work.batch.push(a);
             }
         }
-        if batch.is_empty() {
-            if inner.shutdown.load(Ordering::Acquire) {
-                return;
-            }
-            let since = *idle_since.get_or_insert_with(Instant::now);
-            if since.elapsed() < inner.cfg.spin {
-                for _ in 0..64 {
-                    if h.engine_bell.0.load(Ordering::Acquire) != bell {
-                        break;
-                    }
-                    spin_loop();
-                }
-                continue;
-            }
-            h.engine_waiters.0.store(1, Ordering::SeqCst);
-            if h.engine_bell.0.load(Ordering::SeqCst) == bell {
-                sys::futex_wait(&h.engine_bell.0, bell, Duration::from_millis(50));
-            }
-            h.engine_waiters.0.store(0, Ordering::SeqCst);
-            continue;
+        if work.batch.is_empty() {
+            return false;
         }
-        idle_since = None;
+        let Work { batch, done, local } = work;
         let mut wake_app = false;
         for a in batch.drain(..) {
             match a {
@@ -903,7 +944,7 @@ fn engine_thread(inner: &Inner) {
             }
         }
         if !done.is_empty() || !local.is_empty() {
-            let mut e = lock(&inner.engine);
+            let mut e = lock(&self.engine);
             for t in done.drain(..) {
                 let _ = e.handle_write_done(t);
             }
@@ -912,7 +953,36 @@ fn engine_thread(inner: &Inner) {
             }
         }
         if wake_app {
+            let h = self.own().header();
             Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
+        true
+    }
+}
+
+/// The DMA engine thread: carries out the engine's actions as they come, sleeping on the
+/// engine doorbell when there are none, until shutdown.
+fn engine_thread(inner: &Inner) {
+    let h = inner.own().header();
+    let mut work = Work::default();
+    let mut idle: Option<Backoff> = None;
+    loop {
+        let bell = h.engine_bell.0.load(Ordering::Acquire);
+        if inner.progress(&mut work) {
+            idle = None;
+            continue;
+        }
+        if inner.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        let backoff = idle.get_or_insert_with(|| Backoff::new(inner.cfg.spin));
+        if backoff.snooze().is_none() {
+            continue;
+        }
+        h.engine_waiters.0.store(1, Ordering::SeqCst);
+        if h.engine_bell.0.load(Ordering::SeqCst) == bell {
+            sys::futex_wait(&h.engine_bell.0, bell, Duration::from_millis(50));
+        }
+        h.engine_waiters.0.store(0, Ordering::SeqCst);
     }
 }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The C examples and the C API error test, under `tca run` and under mpirun (Open MPI and
+# MPICH, where installed), with short iteration counts. Fails on the first failing run, and
+# when a run leaves anything in /dev/shm. Called by `make test-c` (TCA = the tca command).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TCA=${TCA:-tca}
+OUT=target/c
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export TCA_TIMEOUT_MS=30000
+
+shm_files() { find /dev/shm -maxdepth 1 -name 'tca-*' 2>/dev/null | sort; }
+before=$(shm_files)
+
+cc -O2 -Wall -Wextra -Werror -o "$OUT/c_api_errors" tests/shm/c_api_errors.c \
+    $(PKG_CONFIG_PATH=target/release/pkgconfig pkg-config --cflags --libs tca)
+
+step() {
+    echo "== $*"
+    timeout 180 "$@"
+}
+
+step $TCA run -n 2 "$OUT/c_api_errors"
+step $TCA run -n 4 "$OUT/c_api_errors"
+step $TCA run -n 2 "$OUT/pingpong" pio 65536 0.02
+step $TCA run -n 2 "$OUT/pingpong" dma 65536 0.02
+step $TCA run -n 3 "$OUT/pingpong" dma-chain 65536 0.02
+for n in 1 2 4 8; do
+    step $TCA run -n $n "$OUT/block_stride" 5
+done
+
+for mpi in openmpi mpich; do
+    if ! command -v "mpirun.$mpi" >/dev/null || [ ! -x "$OUT/pingpong.$mpi" ]; then
+        echo "SKIP $mpi: mpirun.$mpi or the $mpi build of the examples is missing (make mpi as root)"
+        continue
+    fi
+    run=("mpirun.$mpi")
+    [ "$mpi" = openmpi ] && run+=(--oversubscribe)
+    step "${run[@]}" -n 2 "$OUT/pingpong.$mpi" pio 65536 0.02
+    step "${run[@]}" -n 2 "$OUT/pingpong.$mpi" dma 65536 0.02
+    step "${run[@]}" -n 4 "$OUT/block_stride.$mpi" 5
+    step "${run[@]}" -n 2 "$OUT/mpi_rma_pingpong.$mpi" 4096 0.02
+done
+
+after=$(shm_files)
+if [ "$before" != "$after" ]; then
+    echo "left in /dev/shm:"; comm -13 <(echo "$before") <(echo "$after")
+    exit 1
+fi
+echo "test-c: all C runs passed, nothing left in /dev/shm"
