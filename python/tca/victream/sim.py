@@ -75,6 +75,7 @@ class Simulation:
     _heap: list = field(default_factory=list)
     _seq: int = 0
     file_results: set[int] = field(default_factory=set)
+    host_ready: dict = field(default_factory=dict)  # pid -> time its first file read completes
 
     def __post_init__(self):
         if not self.compute_ps:
@@ -88,35 +89,35 @@ class Simulation:
         self.core.submit(batch)
         self.drive(on_done)
 
-    def drive(self, on_done=None, decide=None) -> None:
-        """Runs events until the core finishes; ``decide(sim, g, glob, local)`` (for the optimal
-        search) replaces the policy and may stop the run by returning ``StopIteration``."""
+    def drive(self, on_done=None) -> None:
+        """Runs events, with the core's own scheduler, until the core finishes."""
+        while (d := self.run_until_decision(on_done)) is not None:
+            g, glob, local = d
+            self.apply(g, self.core.pick(self.now, g, glob, local))
+
+    def apply(self, g: int, sid: int | None) -> None:
+        """Carries out a scheduling decision for device ``g`` (None: ``g`` waits)."""
+        if sid is None or not self.core.assign(self.now, g, sid):
+            self.core._passed.add(g)
+
+    def run_until_decision(self, on_done=None):
+        """Advances virtual time until a device may take a subtask; returns
+        ``(g, global_list, local_list)``, or None when the core has finished."""
         core = self.core
+        with_local = core.policy in ("victream", "oracle")
         while True:
-            if decide is None:
-                core.schedule(self.now)
-            else:
-                while (d := core.poll_decision(self.now)) is not None:
-                    sid = decide(self, *d)
-                    if sid is StopIteration:
-                        return
-                    if not core.assign(self.now, d[0], sid):
-                        core._passed.add(d[0])
-                core._background_swapout()
+            d = core.poll_decision(self.now, with_local)
+            if d is not None:
+                return d
+            core._background_swapout()
             for a in core.poll_actions():
                 self._start(a)
             if core.finished():
-                return
-            if not self._heap:
-                deadline = core.poll_timeout()
-                if deadline is None:
-                    raise RuntimeError("simulation stalled: nothing in flight and subtasks remain "
-                                       f"({core.pending} pending)")
-                self.now = max(self.now, deadline)
-                core.handle_timeout(self.now)
-                continue
+                return None
             deadline = core.poll_timeout()
-            if deadline is not None and deadline < self._heap[0][0]:
+            if not self._heap and deadline is None:
+                raise RuntimeError(f"simulation stalled: nothing in flight and {core.pending} subtasks pending")
+            if deadline is not None and (not self._heap or deadline < self._heap[0][0]):
                 self.now = max(self.now, deadline)
                 core.handle_timeout(self.now)
                 continue
@@ -142,9 +143,10 @@ class Simulation:
         c = self.cost
         if isinstance(a, SwapIn):
             label = self.core.parts[a.pid].label
-            t = self.now
+            t = max(self.now, self.host_ready.get(a.pid, 0))
             if a.from_file:
                 t = self._occupy("file-read", -1, c.file_ps(a.nbytes, False), label)
+                self.host_ready[a.pid] = t
             end = self._occupy("in", a.device, c.transfer_ps(a.nbytes), label, earliest=t)
             self._push(end, "in", (a.device, a.pid))
         elif isinstance(a, SwapOut):
