@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tca import TcaError, _native, launch, platforms, report
 from tca.bench import dma_bw
+from tca.victream import cli as victream_cli
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -164,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--platform", default="peach2-testbed-2013", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)
     launch.add_parser(sub)
+    victream_cli.add_parser(sub)
     return parser
 
 

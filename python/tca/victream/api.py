@@ -16,7 +16,7 @@ import contextlib
 import itertools
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class Summary:
     mode: str
     elapsed_s: float
     devices: list[DeviceSummary]
+    spans: list = field(default_factory=list, repr=False)  # timeline (tca.victream.sim.Span)
 
     @property
     def swap_in(self) -> int:
@@ -276,7 +277,7 @@ class Context:
         devs = [DeviceSummary(d.name, s.swap_in, s.swap_out, s.result, compute[i], min(1.0, compute[i] / el),
                               s.subtasks, m.peak, m.capacity)
                 for i, (d, s, m) in enumerate(zip(self.devices, self.core.stats, self.core.mem, strict=True))]
-        return Summary(self.scheduler, self.mode, self.elapsed_s, devs)
+        return Summary(self.scheduler, self.mode, self.elapsed_s, devs, list(self.spans))
 
     def close(self) -> None:
         for d in self.devices:
