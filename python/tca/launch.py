@@ -89,8 +89,10 @@ def wait_all(procs: list[subprocess.Popen], timeout_s: float | None) -> int:
         if failed and not first_failure:
             first_failure = status_of(failed[0].returncode)
             rank = procs.index(failed[0])
-            print(f"tca run: rank {rank} exited with status {first_failure}; stopping the others",
-                  file=sys.stderr)
+            print(
+                f"tca run: rank {rank} exited with status {first_failure}; stopping the others",
+                file=sys.stderr,
+            )
             stop(procs)
         if not running:
             return first_failure

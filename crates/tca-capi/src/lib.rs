@@ -15,9 +15,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, OnceLock};
-use tca_api::{
-    error_string, Desc, DmaFlags, DmaMode, Handle, MemoryType, TcaError, HANDLE_BYTES, TCA_SUCCESS,
-};
+use tca_api::{Desc, DmaFlags, DmaMode, Handle, MemoryType, TcaError, HANDLE_BYTES, TCA_SUCCESS};
 use tca_shm::{Fabric, PioRegion};
 
 /// A NULL pointer or a negative count (C ABI only).
@@ -130,16 +128,14 @@ fn with_desc<T>(d: *mut c_void, f: impl FnOnce(&mut Desc) -> Result<T, CErr>) ->
 /// `tcaGetErrorString`.
 #[no_mangle]
 pub extern "C" fn tcaGetErrorString(code: c_int) -> *const c_char {
-    let s: &'static [u8] = match code {
-        TCA_ERROR_INVALID_ARGUMENT => b"invalid argument (NULL pointer or negative number)\0",
-        TCA_ERROR_INTERNAL => b"internal error in the TCA library\0",
-        _ => match error_string(code) {
-            "success" => b"success\0",
-            "unknown error code" => b"unknown error code\0",
-            _ => return c_message(code),
-        },
-    };
-    s.as_ptr().cast()
+    match code {
+        TCA_SUCCESS => c"success".as_ptr(),
+        TCA_ERROR_INVALID_ARGUMENT => {
+            c"invalid argument (NULL pointer or negative number)".as_ptr()
+        }
+        TCA_ERROR_INTERNAL => c"internal error in the TCA library".as_ptr(),
+        _ => c_message(code),
+    }
 }
 
 /// NUL-terminated copies of the messages of every [`TcaError`], made once.
@@ -151,9 +147,10 @@ fn c_message(code: c_int) -> *const c_char {
             .map(|e| std::ffi::CString::new(e.message()).unwrap_or_default())
             .collect()
     });
-    let i = (code - 1) as usize;
-    all.get(i)
-        .map_or(b"unknown error code\0".as_ptr().cast(), |c| c.as_ptr())
+    match TcaError::from_code(code) {
+        Some(e) => all[(e.code() - 1) as usize].as_ptr(),
+        None => c"unknown error code".as_ptr(),
+    }
 }
 
 // ---- set-up ----

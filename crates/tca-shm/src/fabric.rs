@@ -452,7 +452,7 @@ impl Fabric {
     /// for a forged region.
     pub fn send_pio(&self, r: &PioRegion, offset: u64, data: &[u8]) -> TcaResult<()> {
         let len = data.len() as u64;
-        if len % 4 != 0 {
+        if !len.is_multiple_of(4) {
             return Err(TcaError::SizeNotMultipleOf4);
         }
         if offset.checked_add(len).is_none_or(|end| end > r.len) {
@@ -472,9 +472,17 @@ impl Fabric {
     }
 
     /// Orders every earlier PIO store before every later one (`tcaSendPIOCommit`): a store
-    /// fence.
+    /// fence. x86-64 keeps ordinary stores in order (TSO), so the compiler fence is what
+    /// matters there, and `sfence` also orders streaming stores; elsewhere a release fence.
     pub fn pio_commit(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: sfence has no preconditions.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        std::sync::atomic::fence(Ordering::Release);
     }
 
     /// Waits until the 32-bit word at `offset` of this rank's handle `h` equals `value`: the
@@ -492,7 +500,7 @@ impl Fabric {
             return Err(TcaError::InvalidNode);
         }
         let base = self.local_ptr(h)?;
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(TcaError::AlignmentMismatch);
         }
         if !h.contains(offset, 4) {
@@ -661,7 +669,7 @@ struct Backoff {
 
 impl Backoff {
     /// Pure spinning for this many calls before yields begin.
-    const PURE_SPINS: u32 = 256;
+    const PURE_SPINS: u32 = 1024;
     const FIRST_SLEEP: Duration = Duration::from_micros(20);
 
     fn new(spin: Duration) -> Self {
@@ -677,14 +685,12 @@ impl Backoff {
         self.start.elapsed()
     }
 
-    /// Spins or yields once and returns `None` during the spin time; afterwards returns how
-    /// long to sleep next.
+    /// Spins (one pause) or yields once and returns `None` during the spin time; afterwards
+    /// returns how long to sleep next.
     fn snooze(&mut self) -> Option<Duration> {
         self.calls = self.calls.saturating_add(1);
         if self.calls < Self::PURE_SPINS {
-            for _ in 0..16 {
-                spin_loop();
-            }
+            spin_loop();
             return None;
         }
         if self.start.elapsed() < self.spin {

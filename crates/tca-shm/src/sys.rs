@@ -28,6 +28,11 @@ impl Mapping {
     pub fn len(&self) -> usize {
         self.len
     }
+
+    /// Whether the mapping is empty (never, for a successful mmap).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 impl Drop for Mapping {
