@@ -56,7 +56,22 @@ def status_of(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def run(nranks: int, program: list[str], fabric: str = "shm", timeout_s: float | None = None) -> int:
+def cores_for(nranks: int, bind: str) -> list[set[int] | None]:
+    """The CPU set of each rank: ``core`` binds rank r to the r-th allowed CPU (round robin,
+    as mpirun's ``--bind-to core``); ``none`` leaves the scheduler free."""
+    if bind == "none":
+        return [None] * nranks
+    cpus = sorted(os.sched_getaffinity(0))
+    return [{cpus[r % len(cpus)]} for r in range(nranks)]
+
+
+def run(
+    nranks: int,
+    program: list[str],
+    fabric: str = "shm",
+    timeout_s: float | None = None,
+    bind: str = "none",
+) -> int:
     """Runs ``program`` as ``nranks`` ranks and returns the job's exit status."""
     if not 1 <= nranks <= MAX_RANKS:
         raise TcaError(f"-n {nranks}: a TCA sub-cluster has 1 to {MAX_RANKS} nodes")
@@ -64,12 +79,16 @@ def run(nranks: int, program: list[str], fabric: str = "shm", timeout_s: float |
         raise TcaError("no program given (usage: tca run -n N PROGRAM [ARGS...])")
     if fabric != "shm":
         raise TcaError(f"--fabric {fabric}: not supported by `tca run` yet (use --fabric shm)")
+    if bind not in ("none", "core"):
+        raise TcaError(f"--bind-to {bind}: expected none or core")
     job = job_id()
     procs: list[subprocess.Popen] = []
     try:
-        for r in range(nranks):
+        for r, cpus in enumerate(cores_for(nranks, bind)):
+            env = rank_env(r, nranks, job, fabric)
+            pin = None if cpus is None else (lambda c=cpus: os.sched_setaffinity(0, c))
             try:
-                procs.append(subprocess.Popen(program, env=rank_env(r, nranks, job, fabric)))
+                procs.append(subprocess.Popen(program, env=env, preexec_fn=pin))
             except OSError as e:
                 raise TcaError(f"cannot start {program[0]}: {e.strerror}") from e
         return wait_all(procs, timeout_s)
@@ -121,7 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
         program = program[1:]
-    return run(args.n, program, fabric=args.fabric, timeout_s=args.timeout)
+    return run(args.n, program, fabric=args.fabric, timeout_s=args.timeout, bind=args.bind_to)
 
 
 def add_parser(subparsers) -> None:
@@ -134,6 +153,12 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("-n", type=int, required=True, metavar="N", help="number of ranks (1-16)")
     p.add_argument("--fabric", default="shm", choices=["shm", "sim"], help="fabric (default: shm)")
+    p.add_argument(
+        "--bind-to",
+        default="none",
+        choices=["none", "core"],
+        help="core: pin rank r to the r-th CPU, like mpirun --bind-to core (default: none)",
+    )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the job after this long")
     p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments")
     p.set_defaults(func=cmd_run)

@@ -5,7 +5,7 @@
 
 Runs, in rounds, the C programs of ``examples/c`` (built by ``make examples`` into
 ``target/c``): ``pingpong`` in modes pio, dma (register mode) and dma-chain (chaining mode) under
-``tca run -n 2``; ``mpi_rma_pingpong`` under ``mpirun.openmpi`` and ``mpirun.mpich``
+``tca run -n 2 --bind-to core``; ``mpi_rma_pingpong`` under ``mpirun.openmpi`` and ``mpirun.mpich``
 (MPI_Win_allocate, passive target, MPI_Put + MPI_Win_flush + a flag, osu_put_latency iteration
 counts); and ``memcpy_floor``. For each series and size it keeps the best of the rounds (each
 round's value is a mean over the iterations), then prints one OSU-style table of one-way
@@ -30,7 +30,9 @@ BIN = Path(os.environ.get("TCA_C_BIN", ROOT / "target" / "c"))
 
 def series_commands(max_bytes: int, scale: float) -> dict[str, list[str]]:
     """The command of every series that can run here (MPI series only where installed)."""
-    launch = [sys.executable, "-m", "tca.launch", "run", "-n", "2"]
+    # Every launcher pins rank r to CPU r (Open MPI's default for 2 ranks; MPICH and tca run
+    # are asked to), so that the series differ only in how the bytes move.
+    launch = [sys.executable, "-m", "tca.launch", "run", "-n", "2", "--bind-to", "core"]
     args = [str(max_bytes), str(scale)]
     cmds = {
         "shm PIO": [*launch, str(BIN / "pingpong"), "pio", *args],
@@ -40,7 +42,7 @@ def series_commands(max_bytes: int, scale: float) -> dict[str, list[str]]:
     for mpi, name in (("openmpi", "Open MPI"), ("mpich", "MPICH")):
         exe = BIN / f"mpi_rma_pingpong.{mpi}"
         if shutil.which(f"mpirun.{mpi}") and exe.exists():
-            extra = ["--oversubscribe"] if mpi == "openmpi" else []
+            extra = ["--bind-to", "core"] if mpi == "openmpi" else ["-bind-to", "core"]
             cmds[f"MPI-3 RMA {name}"] = [f"mpirun.{mpi}", *extra, "-n", "2", str(exe), *args]
     cmds["memcpy"] = [str(BIN / "memcpy_floor"), *args]
     return cmds

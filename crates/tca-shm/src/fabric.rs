@@ -499,15 +499,32 @@ impl Fabric {
         if peer >= self.size() {
             return Err(TcaError::InvalidNode);
         }
-        let base = self.local_ptr(h)?;
         if !offset.is_multiple_of(4) {
             return Err(TcaError::AlignmentMismatch);
         }
         if !h.contains(offset, 4) {
             return Err(TcaError::OutOfBounds);
         }
-        // SAFETY: aligned to 4 (segment and offset), inside the handle's block.
-        let word = unsafe { &*base.add(offset as usize).cast::<AtomicU32>() };
+        if h.node != self.rank() {
+            return Err(TcaError::InvalidHandle);
+        }
+        let word = self
+            .inner
+            .ptr(h.node, h.addr + offset, 4)
+            .ok_or(TcaError::InvalidHandle)?;
+        // SAFETY: 4-byte aligned (segment base and handle offsets keep the low bits), inside
+        // this rank's heap.
+        let word = unsafe { &*word.cast::<AtomicU32>() };
+        if word.load(Ordering::Acquire) == value {
+            // Arrived already: the handle is checked below only when the wait goes on.
+            if lock(&self.inner.engine).is_live(h) {
+                return Ok(());
+            }
+            return Err(TcaError::InvalidHandle);
+        }
+        if !lock(&self.inner.engine).is_live(h) {
+            return Err(TcaError::InvalidHandle);
+        }
         let watch = if peer == self.rank() {
             Watch::Nobody
         } else {
@@ -602,8 +619,8 @@ impl Fabric {
         Ok(())
     }
 
-    /// Waits until `ready` returns true: spins (then spins with `sched_yield`, so that a peer
-    /// sharing the core runs) for the configured spin time, then sleeps on this rank's doorbell
+    /// Waits until `ready` returns true: spins for the configured spin time, then sleeps on
+    /// this rank's doorbell
     /// with a timeout growing from 20 us to 2 ms, checking the watched peers' liveness and the
     /// deadline between sleeps. `cheap`: call `ready` on every spin (it only reads memory);
     /// otherwise only when the doorbell moved.
@@ -659,43 +676,49 @@ impl Fabric {
     }
 }
 
-/// Spin, then yield, then sleep for growing slices: the waiting policy of every wait.
+/// Spin, then sleep for growing slices: the waiting policy of every wait.
 struct Backoff {
-    start: Instant,
+    /// First read of the clock, [`Self::CLOCK_EVERY`] calls in (a wait that ends sooner never
+    /// reads it).
+    start: Option<Instant>,
     spin: Duration,
     calls: u32,
     sleeps: u32,
 }
 
 impl Backoff {
-    /// Pure spinning for this many calls before yields begin.
-    const PURE_SPINS: u32 = 1024;
+    /// Calls between two reads of the clock while spinning.
+    const CLOCK_EVERY: u32 = 256;
     const FIRST_SLEEP: Duration = Duration::from_micros(20);
 
     fn new(spin: Duration) -> Self {
         Self {
-            start: Instant::now(),
+            start: None,
             spin,
             calls: 0,
             sleeps: 0,
         }
     }
 
+    /// Time since the first read of the clock.
     fn elapsed(&self) -> Duration {
-        self.start.elapsed()
+        self.start.map_or(Duration::ZERO, |s| s.elapsed())
     }
 
-    /// Spins (one pause) or yields once and returns `None` during the spin time; afterwards
-    /// returns how long to sleep next.
+    /// Spins (one pause) and returns `None` during the spin time; afterwards returns how long
+    /// to sleep next. The clock is read once every [`Self::CLOCK_EVERY`] calls.
     fn snooze(&mut self) -> Option<Duration> {
-        self.calls = self.calls.saturating_add(1);
-        if self.calls < Self::PURE_SPINS {
-            spin_loop();
-            return None;
-        }
-        if self.start.elapsed() < self.spin {
-            std::thread::yield_now();
-            return None;
+        self.calls = self.calls.wrapping_add(1);
+        if self.sleeps == 0 {
+            if self.calls % Self::CLOCK_EVERY != 0 {
+                spin_loop();
+                return None;
+            }
+            let start = *self.start.get_or_insert_with(Instant::now);
+            if start.elapsed() < self.spin {
+                spin_loop();
+                return None;
+            }
         }
         let d = (Self::FIRST_SLEEP * (1 << self.sleeps.min(7))).min(SLEEP_SLICE);
         self.sleeps += 1;
