@@ -710,7 +710,7 @@ impl Backoff {
     fn snooze(&mut self) -> Option<Duration> {
         self.calls = self.calls.wrapping_add(1);
         if self.sleeps == 0 {
-            if self.calls % Self::CLOCK_EVERY != 0 {
+            if !self.calls.is_multiple_of(Self::CLOCK_EVERY) {
                 spin_loop();
                 return None;
             }
