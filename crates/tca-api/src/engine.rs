@@ -80,6 +80,52 @@ enum Owner {
     Proxy(u16),
 }
 
+/// Size of a [`Token`]'s wire form \[bytes\].
+pub const TOKEN_BYTES: usize = 16;
+
+impl Token {
+    /// The wire form, for a fabric that carries [`ProxyRequest`]s and [`ProxyDone`]s between
+    /// processes; little-endian: node `u16`, owner kind `u8` (0 channel, 1 proxy table),
+    /// reserved `u8`, owner index `u16`, reserved `u16`, generation `u32`, entry `u32`. The
+    /// token stays opaque: the engine that issued it checks it when it comes back.
+    pub fn to_bytes(&self) -> [u8; TOKEN_BYTES] {
+        let (kind, index) = match self.owner {
+            Owner::Channel(c) => (0u8, u16::from(c)),
+            Owner::Proxy(i) => (1u8, i),
+        };
+        let mut b = [0u8; TOKEN_BYTES];
+        b[0..2].copy_from_slice(&self.node.to_le_bytes());
+        b[2] = kind;
+        b[4..6].copy_from_slice(&index.to_le_bytes());
+        b[8..12].copy_from_slice(&self.generation.to_le_bytes());
+        b[12..16].copy_from_slice(&self.entry.to_le_bytes());
+        b
+    }
+
+    /// Decodes [`Token::to_bytes`].
+    ///
+    /// # Errors
+    /// [`TcaError::UnexpectedCompletion`] for an unknown owner kind, a channel index over 255
+    /// or non-zero reserved bytes.
+    pub fn from_bytes(b: &[u8; TOKEN_BYTES]) -> TcaResult<Token> {
+        if b[3] != 0 || b[6..8] != [0, 0] {
+            return Err(TcaError::UnexpectedCompletion);
+        }
+        let index = u16::from_le_bytes([b[4], b[5]]);
+        let owner = match b[2] {
+            0 => Owner::Channel(u8::try_from(index).map_err(|_| TcaError::UnexpectedCompletion)?),
+            1 => Owner::Proxy(index),
+            _ => return Err(TcaError::UnexpectedCompletion),
+        };
+        Ok(Token {
+            node: u16::from_le_bytes([b[0], b[1]]),
+            owner,
+            generation: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+            entry: u32::from_le_bytes([b[12], b[13], b[14], b[15]]),
+        })
+    }
+}
+
 /// One posted write of `len` bytes: read at `src_addr` on `src_node`, written at `dst_addr`
 /// on `dst_node` (global PCIe addresses, seed 000 §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -820,4 +866,35 @@ fn descriptor_inside(d: &Descriptor, src: &Handle, dst: &Handle) -> bool {
         h.contains(off, extent)
     };
     inside(src, d.src, d.src_pitch) && inside(dst, d.dst, d.dst_pitch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_through_bytes() {
+        for owner in [Owner::Channel(3), Owner::Proxy(15)] {
+            let t = Token {
+                node: 7,
+                owner,
+                generation: 0xdead_beef,
+                entry: 41,
+            };
+            assert_eq!(Token::from_bytes(&t.to_bytes()), Ok(t));
+        }
+        let mut b = Token {
+            node: 1,
+            owner: Owner::Channel(0),
+            generation: 1,
+            entry: 0,
+        }
+        .to_bytes();
+        b[2] = 2;
+        assert_eq!(Token::from_bytes(&b), Err(TcaError::UnexpectedCompletion));
+        b[2] = 0;
+        b[4] = 0;
+        b[5] = 1;
+        assert_eq!(Token::from_bytes(&b), Err(TcaError::UnexpectedCompletion));
+    }
 }
