@@ -3,6 +3,7 @@
 
 use crate::config::{Config, ConfigError};
 use crate::heap::Heap;
+use crate::msg::Msg;
 use crate::segment::{self, state, Header, Segment, BOOT, BOOT_BYTES, HEAP};
 use crate::sys;
 use std::hint::spin_loop;
@@ -11,8 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tca_api::{
-    Action, Desc, DmaMode, Engine, Handle, MemoryType, TcaError, TcaResult, Token, WaitStatus,
-    CHANNELS,
+    Action, Desc, DmaMode, Engine, Handle, MemoryType, ProxyDone, TcaError, TcaResult, Token,
+    WaitStatus, CHANNELS,
 };
 use tca_hw::descriptor::{Descriptor, DESCRIPTOR_BYTES};
 
@@ -48,6 +49,10 @@ struct Inner {
     heap: Mutex<Heap>,
     /// Chaining-mode descriptor table of each channel: (heap offset, entries).
     tables: Mutex<[Option<(u64, usize)>; CHANNELS]>,
+    /// One lock per destination node, held while pushing into its rings: several threads of
+    /// this process (the engine thread, waiting callers) may carry out actions, and each ring
+    /// has one producer.
+    producers: Vec<Mutex<()>>,
     /// Completed bootstrap rounds of this rank (process-local mirror of `boot_seq`).
     boot_round: Mutex<u64>,
     shutdown: AtomicBool,
@@ -165,12 +170,14 @@ impl Fabric {
         guard.0 = None;
         let _ = sys::shm_unlink(&my_name);
         let engine = Engine::new(me, cfg.size).map_err(|e| cerr(e, "engine"))?;
+        let size = cfg.size;
         let inner = Arc::new(Inner {
             heap: Mutex::new(Heap::new(HEAP as u64, heap_bytes)),
             cfg,
             segs,
             engine: Mutex::new(engine),
             tables: Mutex::new([None; CHANNELS]),
+            producers: (0..size).map(|_| Mutex::new(())).collect(),
             boot_round: Mutex::new(0),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -299,8 +306,7 @@ impl Fabric {
     ///
     /// # Errors
     /// What [`Engine::set_chain`] rejects; [`TcaError::InvalidHandle`] when a handle's region
-    /// is not inside its node's heap, or when an entry's source is on another rank (reads of
-    /// remote memory, seed 000 §3.5 proxy writes, are not carried by this fabric yet);
+    /// is not inside its node's heap;
     /// [`TcaError::OutOfMemory`] when the descriptor table does not fit.
     pub fn set_chain(&self, channel: u8, desc: &Desc) -> TcaResult<()> {
         self.check_live()?;
@@ -313,9 +319,6 @@ impl Fabric {
                 if self.inner.ptr(h.node, h.addr, h.size).is_none() {
                     return Err(TcaError::InvalidHandle);
                 }
-            }
-            if e.src.node != self.rank() {
-                return Err(TcaError::InvalidHandle);
             }
         }
         let mut tables = lock(&self.inner.tables);
@@ -381,7 +384,8 @@ impl Fabric {
     pub fn wait_dma_channel(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
         let mut work = Work::default();
-        self.wait(Watch::Nobody, false, |inner| {
+        // A chain may read from or write to any rank (proxy reads wait for the source).
+        self.wait(Watch::Everyone, false, true, |inner| {
             inner.progress(&mut work);
             Ok(lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
         })
@@ -405,7 +409,7 @@ impl Fabric {
             Watch::Peer(h.node)
         };
         let mut work = Work::default();
-        self.wait(watch, false, |inner| {
+        self.wait(watch, false, true, |inner| {
             inner.progress(&mut work);
             let mut e = lock(&inner.engine);
             inner.drain_notifications(&mut e);
@@ -530,7 +534,9 @@ impl Fabric {
         } else {
             Watch::Peer(peer)
         };
-        self.wait(watch, true, |_| Ok(word.load(Ordering::Acquire) == value))
+        self.wait(watch, true, false, |_| {
+            Ok(word.load(Ordering::Acquire) == value)
+        })
     }
 
     // ---- bootstrap (handle exchange without MPI) ----
@@ -563,7 +569,7 @@ impl Fabric {
         me.header().boot_len.0.store(n as u64, Ordering::Relaxed);
         me.header().boot_seq.0.store(write_seq, Ordering::Release);
         inner.ring_all_app_bells();
-        self.wait(Watch::Everyone, true, |inner| {
+        self.wait(Watch::Everyone, true, false, |inner| {
             Ok(inner
                 .segs
                 .iter()
@@ -580,7 +586,7 @@ impl Fabric {
         }
         me.header().boot_seq.0.store(read_seq, Ordering::Release);
         inner.ring_all_app_bells();
-        self.wait(Watch::Everyone, true, |inner| {
+        self.wait(Watch::Everyone, true, false, |inner| {
             Ok(inner
                 .segs
                 .iter()
@@ -623,11 +629,14 @@ impl Fabric {
     /// this rank's doorbell
     /// with a timeout growing from 20 us to 2 ms, checking the watched peers' liveness and the
     /// deadline between sleeps. `cheap`: call `ready` on every spin (it only reads memory);
-    /// otherwise only when the doorbell moved.
+    /// otherwise only when the doorbell moved. `engine_reports`: `ready` asks the engine, which
+    /// turns a dead peer into the right error itself (so a death of a rank the wait does not
+    /// depend on does not end it).
     fn wait(
         &self,
         watch: Watch,
         cheap: bool,
+        engine_reports: bool,
         mut ready: impl FnMut(&Inner) -> TcaResult<bool>,
     ) -> TcaResult<()> {
         let inner = &*self.inner;
@@ -651,12 +660,15 @@ impl Fabric {
                 Some(sleep) => {
                     // Slow path: liveness, deadline, then sleep until the doorbell moves.
                     if let Some(dead) = inner.dead_peer(watch) {
+                        // The engine fails what involved the dead rank; a wait the engine does
+                        // not judge (PIO, bootstrap) fails here.
                         inner.mark_dead(dead);
-                        return match ready(inner) {
-                            Ok(true) => Ok(()),
-                            Ok(false) => Err(TcaError::PeerDead),
-                            Err(e) => Err(e),
-                        };
+                        match ready(inner) {
+                            Ok(true) => return Ok(()),
+                            Err(e) => return Err(e),
+                            Ok(false) if !engine_reports => return Err(TcaError::PeerDead),
+                            Ok(false) => {}
+                        }
                     }
                     if backoff.elapsed() > inner.cfg.timeout {
                         return Err(TcaError::Timeout);
@@ -800,6 +812,7 @@ impl Inner {
     /// Pushes a notification into `dst`'s ring for this rank; waits while the ring is full.
     /// `false` when `dst` died or stopped consuming for the whole timeout.
     fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> bool {
+        let _producer = lock(&self.producers[dst as usize]);
         let seg = &self.segs[dst as usize];
         let ring = seg.ring(self.cfg.rank);
         let v = segment::encode_notify(slot, tag);
@@ -813,6 +826,55 @@ impl Inner {
         let h = seg.header();
         Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         true
+    }
+
+    /// Pushes a proxy-read message into `dst`'s message ring for this rank and wakes `dst`'s
+    /// engine thread; waits while the ring is full. `false` as for [`Inner::push_notify`].
+    fn push_msg(&self, dst: u16, m: &Msg) -> bool {
+        let _producer = lock(&self.producers[dst as usize]);
+        let seg = &self.segs[dst as usize];
+        let entry = m.encode();
+        let start = Instant::now();
+        while !seg.msg_ring(self.cfg.rank).push(&entry) {
+            if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let h = seg.header();
+        Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        true
+    }
+
+    /// Whether a message ring of this rank holds anything (no lock taken).
+    fn has_msgs(&self) -> bool {
+        let own = self.own();
+        (0..self.cfg.size).any(|src| {
+            let r = own.msg_ring(src);
+            r.head.0.load(Ordering::Acquire) != r.tail.0.load(Ordering::Relaxed)
+        })
+    }
+
+    /// Applies one proxy-read message to this rank's engine. A request the engine cannot
+    /// register (table full) is answered with the error, so the requester's run fails
+    /// instead of waiting.
+    fn apply_msg(&self, e: &mut Engine, m: Msg, refusals: &mut Vec<(u16, Msg)>) {
+        match m {
+            Msg::Request(r) => {
+                if let Err(err) = e.handle_proxy_request(r) {
+                    let done = ProxyDone {
+                        responder: self.cfg.rank,
+                        token: r.token,
+                        result: Err(err),
+                    };
+                    refusals.push((r.requester, Msg::Done(done)));
+                }
+            }
+            Msg::Interrupt => e.handle_interrupt(),
+            Msg::Done(d) => {
+                let _ = e.handle_proxy_done(d);
+            }
+        }
     }
 }
 
@@ -895,6 +957,7 @@ struct Work {
     batch: Vec<Action>,
     done: Vec<Token>,
     local: Vec<(u16, u16, u32)>,
+    msgs: Vec<(u16, Msg)>,
 }
 
 impl Inner {
@@ -914,16 +977,37 @@ impl Inner {
     fn progress_once(&self, work: &mut Work) -> bool {
         let me = self.cfg.rank;
         let inner = self;
+        let mut refusals = Vec::new();
         {
             let mut e = lock(&self.engine);
+            if self.has_msgs() {
+                let own = self.own();
+                for src in 0..self.cfg.size {
+                    own.msg_ring(src).drain(|b| {
+                        if let Some(m) = Msg::decode(b) {
+                            self.apply_msg(&mut e, m, &mut refusals);
+                        }
+                    });
+                }
+            }
             while let Some(a) = e.poll_action() {
                 work.batch.push(a);
+            }
+        }
+        for (node, m) in refusals {
+            if !self.push_msg(node, &m) {
+                self.mark_dead(node);
             }
         }
         if work.batch.is_empty() {
             return false;
         }
-        let Work { batch, done, local } = work;
+        let Work {
+            batch,
+            done,
+            local,
+            msgs,
+        } = work;
         let mut wake_app = false;
         for a in batch.drain(..) {
             match a {
@@ -966,19 +1050,37 @@ impl Inner {
                     }
                 }
                 Action::ChannelDone { .. } | Action::ChannelFailed { .. } => wake_app = true,
-                // set_chain rejects remote sources, so no proxy traffic is ever emitted.
-                Action::RegisterProxy { .. }
-                | Action::Interrupt { .. }
-                | Action::ProxyDone { .. } => {}
+                Action::RegisterProxy { node, request } => msgs.push((node, Msg::Request(request))),
+                Action::Interrupt { node } => msgs.push((node, Msg::Interrupt)),
+                Action::ProxyDone { node, done } => msgs.push((node, Msg::Done(done))),
             }
         }
-        if !done.is_empty() || !local.is_empty() {
+        // Messages to other ranks go out in order; those to this rank are applied below.
+        let mut to_self = Vec::new();
+        for (node, m) in msgs.drain(..) {
+            if node == me {
+                to_self.push(m);
+            } else if !self.push_msg(node, &m) {
+                self.mark_dead(node);
+            }
+        }
+        if !done.is_empty() || !local.is_empty() || !to_self.is_empty() {
             let mut e = lock(&self.engine);
             for t in done.drain(..) {
                 let _ = e.handle_write_done(t);
             }
             for (src, slot, tag) in local.drain(..) {
                 let _ = e.handle_notify_arrived(src, slot, tag);
+            }
+            let mut refusals = Vec::new();
+            for m in to_self {
+                self.apply_msg(&mut e, m, &mut refusals);
+            }
+            drop(e);
+            for (node, m) in refusals {
+                if !self.push_msg(node, &m) {
+                    self.mark_dead(node);
+                }
             }
         }
         if wake_app {

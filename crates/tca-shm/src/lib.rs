@@ -32,6 +32,7 @@
 pub mod config;
 pub mod fabric;
 pub mod heap;
+pub mod msg;
 pub mod segment;
 pub mod sys;
 

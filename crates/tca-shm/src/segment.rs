@@ -8,6 +8,7 @@
 //! offset 0        header (one page): magic, state, pid, sizes, doorbells, bootstrap counters
 //! offset RINGS    MAX_NODES notification rings; ring s holds notifications from node s
 //! offset BOOT     BOOT_BYTES bootstrap buffer (allgather of handles without MPI)
+//! offset MSGS     MAX_NODES message rings; ring s holds proxy-read messages from node s
 //! offset HEAP     heap: tcaMalloc memory and chaining-mode descriptor tables, to the end
 //! ```
 //!
@@ -31,6 +32,12 @@ pub const RINGS: usize = HEADER_BYTES;
 pub const BOOT: usize = 256 * 1024;
 /// Bootstrap buffer size \[bytes\]: the most one rank contributes to an allgather.
 pub const BOOT_BYTES: usize = 64 * 1024;
+/// Offset of the first message ring.
+pub const MSGS: usize = 512 * 1024;
+/// Entries of one message ring.
+pub const MSG_SLOTS: usize = 64;
+/// Bytes of one message.
+pub const MSG_BYTES: usize = 128;
 /// Offset of the heap.
 pub const HEAP: usize = 1024 * 1024;
 /// Magic value of a ready header ("TCAshm01").
@@ -98,7 +105,59 @@ pub struct Ring {
 
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
 const _: () = assert!(RINGS + MAX_NODES as usize * std::mem::size_of::<Ring>() <= BOOT);
-const _: () = assert!(BOOT + BOOT_BYTES <= HEAP);
+const _: () = assert!(BOOT + BOOT_BYTES <= MSGS);
+const _: () = assert!(MSGS + MAX_NODES as usize * std::mem::size_of::<MsgRing>() <= HEAP);
+
+/// A single-producer, single-consumer ring of [`MSG_BYTES`]-byte messages (the proxy-read
+/// traffic of seed 000 §3.5: requests, interrupts, answers).
+#[repr(C)]
+#[derive(Debug)]
+pub struct MsgRing {
+    /// Next entry the producer writes.
+    pub head: Line<AtomicU32>,
+    /// Next entry the consumer reads.
+    pub tail: Line<AtomicU32>,
+    /// Entries, as 64-bit words.
+    pub slots: [[AtomicU64; MSG_BYTES / 8]; MSG_SLOTS],
+}
+
+impl MsgRing {
+    /// Appends a message; `false` when the ring is full.
+    pub fn push(&self, msg: &[u8; MSG_BYTES]) -> bool {
+        let head = self.head.0.load(Ordering::Relaxed);
+        let tail = self.tail.0.load(Ordering::Acquire);
+        if head.wrapping_sub(tail) as usize >= MSG_SLOTS {
+            return false;
+        }
+        let slot = &self.slots[head as usize % MSG_SLOTS];
+        for (w, chunk) in slot.iter().zip(msg.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        self.head.0.store(head.wrapping_add(1), Ordering::Release);
+        true
+    }
+
+    /// Takes every message, oldest first.
+    pub fn drain(&self, mut f: impl FnMut(&[u8; MSG_BYTES])) {
+        let head = self.head.0.load(Ordering::Acquire);
+        let mut tail = self.tail.0.load(Ordering::Relaxed);
+        if head == tail {
+            return;
+        }
+        let mut msg = [0u8; MSG_BYTES];
+        while tail != head {
+            let slot = &self.slots[tail as usize % MSG_SLOTS];
+            for (w, chunk) in slot.iter().zip(msg.chunks_exact_mut(8)) {
+                chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+            }
+            f(&msg);
+            tail = tail.wrapping_add(1);
+        }
+        self.tail.0.store(tail, Ordering::Release);
+    }
+}
 
 /// Encodes a notification as a ring entry.
 pub fn encode_notify(slot: u16, tag: u32) -> u64 {
@@ -142,6 +201,13 @@ impl Segment {
         let off = RINGS + src as usize * std::mem::size_of::<Ring>();
         // SAFETY: in bounds by the layout assertions; atomics only; 64-byte aligned offset.
         unsafe { &*self.map.ptr().add(off).cast::<Ring>() }
+    }
+
+    /// The ring that holds messages from node `src`.
+    pub fn msg_ring(&self, src: u16) -> &MsgRing {
+        let off = MSGS + src as usize * std::mem::size_of::<MsgRing>();
+        // SAFETY: in bounds by the layout assertions; atomics only; 64-byte aligned offset.
+        unsafe { &*self.map.ptr().add(off).cast::<MsgRing>() }
     }
 
     /// First byte of the segment.

@@ -4,7 +4,7 @@
 //! printing what failed.
 //!
 //! Scenarios: `all-calls` (every call, data integrity over sizes, alignments, block-stride,
-//! both DMA modes and PIO, checksummed), `bad-args` (every bad argument gives its code),
+//! both DMA modes, reads of a peer's memory and PIO, checksummed), `bad-args` (every bad argument gives its code),
 //! `peer-dies` (rank 1 is killed; the others must fail with PeerDead quickly), `silent-peer`
 //! (rank 1 never sends; the others must time out).
 
@@ -192,6 +192,57 @@ fn all_calls(f: &Fabric) -> Check {
             return Err(format!("block-stride gap after row {row} written"));
         }
     }
+    // Reads of the previous rank's memory (proxy write, seed 000 §3.5): contiguous and
+    // block-stride, into this rank's buffer, NOTIFY_SELF.
+    ok("barrier", f.barrier())?;
+    fill(slice(f, &src)?, 9_000 + u64::from(me));
+    ok("barrier", f.barrier())?;
+    let mut d = Desc::new();
+    ok(
+        "read",
+        d.set_memcpy(
+            &dst,
+            4096,
+            &srcs[prev as usize],
+            8192,
+            65_536,
+            DmaFlags::NONE,
+            0,
+            0,
+        ),
+    )?;
+    ok(
+        "read 2d",
+        d.set_memcpy_2d(
+            &dst,
+            128 * 1024,
+            32,
+            &srcs[prev as usize],
+            0,
+            96,
+            32,
+            100,
+            DmaFlags::NOTIFY_SELF,
+            4,
+            7,
+        ),
+    )?;
+    ok("read chain", f.set_chain(1, &d))?;
+    ok("read start", f.start_dma(1))?;
+    ok("read wait", f.wait_dma_channel(1))?;
+    ok("read notify", f.wait_dma_recv(&dst, 4, 7))?;
+    let mut want = vec![0u8; BUF as usize];
+    fill(&mut want, 9_000 + u64::from(prev));
+    let got = slice(f, &dst)?;
+    if got[4096..4096 + 65_536] != want[8192..8192 + 65_536] {
+        return Err("proxy read corrupted".into());
+    }
+    for row in 0..100usize {
+        if got[128 * 1024 + row * 32..][..32] != want[row * 96..][..32] {
+            return Err(format!("block-stride proxy read row {row} corrupted"));
+        }
+    }
+    ok("barrier", f.barrier())?;
     slice(f, &dst)?[..4].fill(0);
     ok("barrier", f.barrier())?;
     // PIO: payload then a flag word, each committed, into the next rank; poll our own flag.
@@ -323,17 +374,6 @@ fn bad_args(f: &Fabric) -> Check {
         f.pio_region(&forged, 0, 64),
         TcaError::InvalidHandle,
     )?;
-    // Reading another rank's memory (a proxy write) is not carried by this fabric.
-    let mut d3 = Desc::new();
-    ok(
-        "remote src",
-        d3.set_memcpy(&h, 0, &peer, 0, 64, DmaFlags::NONE, 0, 0),
-    )?;
-    ck(
-        "remote source",
-        f.set_chain(0, &d3),
-        TcaError::InvalidHandle,
-    )?;
     let mut bytes = h.to_bytes();
     bytes[0] = b'X';
     ck(
@@ -377,6 +417,34 @@ fn bad_args(f: &Fabric) -> Check {
         f.allgather(&vec![0; 70_000], &mut []),
         TcaError::TooLarge,
     )?;
+    // A read of a peer's memory (proxy write) whose source the peer destroyed: the peer
+    // refuses it and the run fails with the peer's reason.
+    let q = ok("malloc q", f.malloc(4096, MemoryType::Cpu))?;
+    let hq = ok("create q", f.create_handle(q, 4096, MemoryType::Cpu))?;
+    let qs = exchange(f, &hq)?;
+    ok("destroy q", f.destroy_handle(&hq))?;
+    ok("barrier", f.barrier())?;
+    let mut d5 = Desc::new();
+    ok(
+        "read set",
+        d5.set_memcpy(
+            &h,
+            0,
+            &qs[((me + 1) % n) as usize],
+            0,
+            64,
+            DmaFlags::NONE,
+            0,
+            0,
+        ),
+    )?;
+    ok("read chain", f.set_chain(1, &d5))?;
+    ok("read start", f.start_dma(1))?;
+    ck(
+        "read of a destroyed handle",
+        f.wait_dma_channel(1),
+        TcaError::InvalidHandle,
+    )?;
     ok("destroy", f.destroy_handle(&h))?;
     let mut d4 = Desc::new();
     ok(
@@ -410,7 +478,14 @@ fn peer_dies(f: &Fabric) -> Check {
     if ms > 3000 {
         return Err(format!("dead peer noticed only after {ms} ms"));
     }
-    Ok(())
+    // A read of the dead rank's memory fails too, at once.
+    let mut d = Desc::new();
+    ok(
+        "read set",
+        d.set_memcpy(&h, 0, &all[1], 0, 64, DmaFlags::NONE, 0, 0),
+    )?;
+    ok("read chain", f.set_chain(0, &d))?;
+    ck("read from dead peer", f.start_dma(0), TcaError::PeerDead)
 }
 
 fn silent_peer(f: &Fabric) -> Check {
