@@ -1,17 +1,19 @@
-"""Ping-pong on this machine: the shm fabric against MPI-3 RMA and a memcpy floor, in one run.
+"""Ping-pong on this machine: the shm fabric against MPI-3 RMA and two floors, in one run.
 
     python -m tca.shm_bench [--max 4M] [--scale 1.0] [--rounds 3] [--json]
     (or: make bench-shm)
 
 Runs, in rounds, the C programs of ``examples/c`` (built by ``make examples`` into
-``target/c``): ``pingpong`` in modes pio, dma (register mode) and dma-chain (chaining mode) under
-``tca run -n 2 --bind-to core``; ``mpi_rma_pingpong`` under ``mpirun.openmpi`` and ``mpirun.mpich``
-(MPI_Win_allocate, passive target, MPI_Put + MPI_Win_flush + a flag, osu_put_latency iteration
-counts); and ``memcpy_floor``. For each series and size it keeps the best of the rounds (each
+``target/c``): ``pingpong`` in modes pio, dma (register mode) and dma-chain (chaining mode)
+under ``tca run -n 2 --bind-to core``; ``mpi_rma_pingpong`` under ``mpirun.openmpi`` and
+``mpirun.mpich`` (MPI_Win_allocate, passive target, MPI_Put + MPI_Win_flush + a flag,
+osu_put_latency iteration counts); and two floors without any library: ``store_pingpong``
+(the same ping-pong as plain stores between two forked processes) and ``memcpy_floor`` (a
+single-threaded memcpy loop). For each series and size it keeps the best of the rounds (each
 round's value is a mean over the iterations), then prints one OSU-style table of one-way
-latency, the bandwidth each gives, and the ratios the project's goals are stated in:
-8-byte PIO latency against MPI-3 RMA, 4 MB DMA bandwidth against single-threaded memcpy.
-All series run on this machine in this invocation, so the ratios compare like with like.
+latency, the bandwidth each gives, and the ratios the project's goals are stated in: 8-byte
+PIO latency against MPI-3 RMA, 4 MB DMA bandwidth against single-threaded memcpy. All series
+run on this machine in this invocation, so the ratios compare like with like.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def series_commands(max_bytes: int, scale: float) -> dict[str, list[str]]:
         if shutil.which(f"mpirun.{mpi}") and exe.exists():
             extra = ["--bind-to", "core"] if mpi == "openmpi" else ["-bind-to", "core"]
             cmds[f"MPI-3 RMA {name}"] = [f"mpirun.{mpi}", *extra, "-n", "2", str(exe), *args]
+    cmds["plain stores"] = [str(BIN / "store_pingpong"), *args]
     cmds["memcpy"] = [str(BIN / "memcpy_floor"), *args]
     return cmds
 
@@ -88,6 +91,8 @@ def ratios(best: dict[str, dict[int, float]], max_bytes: int) -> list[tuple[str,
     """The goal ratios: (description, value, goal)."""
     out = []
     pio8 = best["shm PIO"].get(8)
+    if pio8 and best.get("plain stores", {}).get(8):
+        out.append(("8 B latency, shm PIO / plain stores (floor)", pio8 / best["plain stores"][8], "-"))
     for name in ("MPI-3 RMA Open MPI", "MPI-3 RMA MPICH"):
         if pio8 and best.get(name, {}).get(8):
             out.append((f"8 B latency, shm PIO / {name}", pio8 / best[name][8], "<= 0.5"))
