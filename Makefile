@@ -60,8 +60,9 @@ mpi:
 	@if command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "make mpi: installing Open MPI and MPICH"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    libopenmpi-dev openmpi-bin mpich libmpich-dev >/dev/null; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    libopenmpi-dev openmpi-bin mpich libmpich-dev >/dev/null) || \
+	  echo "make mpi: installation failed (no package mirror?): MPI variants skipped"; \
 	else echo "make mpi: not root (or no apt-get): MPI variants skipped; install" \
 	  "libopenmpi-dev openmpi-bin mpich libmpich-dev to build them"; fi
 
