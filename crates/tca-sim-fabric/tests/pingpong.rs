@@ -1,0 +1,265 @@
+//! Rank programs on the simulated 2013 testbed: data really moves, calls take virtual time,
+//! runs are deterministic, deadlocks are reported.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::thread;
+use tca_api::{Desc, DmaFlags, Handle, MemoryType};
+use tca_hw::platform::Platform;
+use tca_sim::SimTime;
+use tca_sim_fabric::{FabricError, Op, Reply, SimJob};
+
+fn testbed() -> Platform {
+    Platform::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/peach2-testbed-2013.toml"),
+    )
+    .unwrap()
+}
+
+/// Runs `f(job, rank)` on every rank in its own thread and returns their results.
+fn run<T: Send + 'static>(
+    ranks: u32,
+    f: impl Fn(&SimJob, u32) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let job = SimJob::new(&testbed(), ranks, false).unwrap();
+    let f = Arc::new(f);
+    let threads: Vec<_> = (0..ranks)
+        .map(|r| {
+            let (job, f) = (job.clone(), f.clone());
+            thread::spawn(move || {
+                let out = f(&job, r);
+                job.finish(r);
+                out
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+fn handle(r: Reply) -> Handle {
+    match r {
+        Reply::Handle(h) => h,
+        other => panic!("expected a handle, got {other:?}"),
+    }
+}
+
+fn time(job: &SimJob, rank: u32) -> SimTime {
+    match job.call(rank, Op::Wtime).unwrap() {
+        Reply::Time(t) => t,
+        _ => unreachable!(),
+    }
+}
+
+/// Both ranks allocate `size` bytes in `mem` and exchange handles.
+fn setup(job: &SimJob, rank: u32, size: u64, mem: MemoryType) -> (Handle, Handle) {
+    let mine = handle(job.call(rank, Op::Malloc { size, mem, gpu: 0 }).unwrap());
+    let Reply::Gathered(all) = job
+        .call(
+            rank,
+            Op::Allgather {
+                bytes: mine.to_bytes().to_vec(),
+            },
+        )
+        .unwrap()
+    else {
+        unreachable!()
+    };
+    let peer = Handle::from_bytes(&all[1 - rank as usize]).unwrap();
+    (mine, peer)
+}
+
+#[test]
+fn pio_ping_pong_moves_the_data_and_takes_about_a_microsecond() {
+    let one_way = run(2, |job, rank| {
+        let (mine, peer) = setup(job, rank, 64, MemoryType::Cpu);
+        let t0 = time(job, rank);
+        for i in 1..=10u8 {
+            let msg = vec![i; 8];
+            if rank == 0 {
+                job.call(
+                    rank,
+                    Op::SendPio {
+                        dst: peer,
+                        offset: 0,
+                        bytes: msg.clone(),
+                    },
+                )
+                .unwrap();
+                job.call(
+                    rank,
+                    Op::WaitValue {
+                        handle: mine,
+                        offset: 0,
+                        bytes: msg,
+                    },
+                )
+                .unwrap();
+            } else {
+                job.call(
+                    rank,
+                    Op::WaitValue {
+                        handle: mine,
+                        offset: 0,
+                        bytes: msg.clone(),
+                    },
+                )
+                .unwrap();
+                job.call(
+                    rank,
+                    Op::SendPio {
+                        dst: peer,
+                        offset: 0,
+                        bytes: msg,
+                    },
+                )
+                .unwrap();
+            }
+        }
+        (time(job, rank) - t0).as_us_f64() / 20.0
+    });
+    // Seed 000 §4.2.3 Fig. 7: PIO CPU-CPU minimum 0.9 us one way (+-15%, predicted).
+    assert!((one_way[0] / 0.9 - 1.0).abs() < 0.15, "{one_way:?}");
+}
+
+#[test]
+fn dma_with_remote_notification_delivers_bytes_then_notifies() {
+    let got = run(2, |job, rank| {
+        let (mine, peer) = setup(job, rank, 4096, MemoryType::Cpu);
+        if rank == 0 {
+            let payload: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+            job.call(
+                rank,
+                Op::Write {
+                    handle: mine,
+                    offset: 0,
+                    bytes: payload.clone(),
+                },
+            )
+            .unwrap();
+            let mut d = Desc::new();
+            d.set_memcpy(&peer, 0, &mine, 0, 4096, DmaFlags::NOTIFY, 3, 42)
+                .unwrap();
+            job.call(
+                rank,
+                Op::SetChain {
+                    channel: 0,
+                    desc: Box::new(d),
+                },
+            )
+            .unwrap();
+            job.call(rank, Op::StartDma { channel: 0 }).unwrap();
+            job.call(rank, Op::WaitDmac { channel: 0 }).unwrap();
+            payload
+        } else {
+            job.call(
+                rank,
+                Op::WaitRecv {
+                    handle: peer,
+                    slot: 3,
+                    tag: 42,
+                },
+            )
+            .unwrap();
+            let Reply::Bytes(b) = job
+                .call(
+                    rank,
+                    Op::Read {
+                        handle: mine,
+                        offset: 0,
+                        len: 4096,
+                    },
+                )
+                .unwrap()
+            else {
+                unreachable!()
+            };
+            b
+        }
+    });
+    assert_eq!(got[0], got[1]);
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let once = || {
+        run(2, |job, rank| {
+            let (mine, peer) = setup(job, rank, 256, MemoryType::Gpu);
+            let mut d = Desc::new();
+            d.set_memcpy(&peer, 0, &mine, 0, 256, DmaFlags::NOTIFY, 0, rank)
+                .unwrap();
+            job.call(
+                rank,
+                Op::SetChain {
+                    channel: 1,
+                    desc: Box::new(d),
+                },
+            )
+            .unwrap();
+            job.call(rank, Op::StartDma { channel: 1 }).unwrap();
+            job.call(
+                rank,
+                Op::WaitRecv {
+                    handle: peer,
+                    slot: 0,
+                    tag: 1 - rank,
+                },
+            )
+            .unwrap();
+            time(job, rank)
+        })
+    };
+    assert_eq!(once(), once());
+}
+
+#[test]
+fn waiting_for_a_notification_nobody_sends_is_a_deadlock() {
+    let errs = run(2, |job, rank| {
+        let (_, peer) = setup(job, rank, 64, MemoryType::Cpu);
+        job.call(
+            rank,
+            Op::WaitRecv {
+                handle: peer,
+                slot: 1,
+                tag: 9,
+            },
+        )
+        .unwrap_err()
+    });
+    for e in errs {
+        let FabricError::Deadlock { detail, .. } = e else {
+            panic!("{e}")
+        };
+        assert!(
+            detail.contains("rank 0 waits for tcaWaitDMARecvDesc(handle of node 1, slot 1, tag 9)"),
+            "{detail}"
+        );
+        assert!(detail.contains("rank 1 waits for"));
+    }
+}
+
+#[test]
+fn a_barrier_after_a_rank_finished_is_a_deadlock_not_a_hang() {
+    let out = run(2, |job, rank| {
+        if rank == 0 {
+            job.call(rank, Op::Barrier).err()
+        } else {
+            None
+        }
+    });
+    assert!(matches!(out[0], Some(FabricError::Deadlock { .. })));
+}
+
+#[test]
+fn compute_advances_the_clock() {
+    let t = run(1, |job, rank| {
+        job.call(
+            rank,
+            Op::Compute {
+                duration: SimTime::from_us(5),
+            },
+        )
+        .unwrap();
+        time(job, rank)
+    });
+    assert_eq!(t[0], SimTime::from_us(5));
+}
