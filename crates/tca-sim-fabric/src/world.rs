@@ -11,7 +11,7 @@
 use crate::memory::Memory;
 use std::collections::BTreeMap;
 use tca_api::{Action, Desc, Engine, Handle, MemoryType, Notify, TcaError, WaitStatus};
-use tca_hw::cluster::{Cluster, DmaJob, DmaMode, JobEntry, Output};
+use tca_hw::cluster::{Cluster, DmaJob, JobEntry, Output};
 use tca_hw::platform::Platform;
 use tca_hw::router::Target;
 use tca_sim::{SimTime, Trace};
@@ -456,10 +456,7 @@ impl World {
         if entries.len() as u64 * self.platform.peach2.descriptor_bytes > TABLE_BYTES {
             return Err(TcaError::TooLarge.into());
         }
-        let mode = match desc.mode() {
-            DmaMode::Register => DmaMode::Register,
-            DmaMode::Chaining => DmaMode::Chaining,
-        };
+        let mode = desc.mode();
         let job = DmaJob {
             mode,
             entries,
