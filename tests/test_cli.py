@@ -13,7 +13,7 @@ def test_platforms_lists_the_testbed_with_a_description(tca):
 def test_platform_show_lists_every_parameter_with_its_source(tca):
     out = tca("platforms", "--show", "peach2-testbed-2013").stdout
     assert "pcie.host_link.max_payload" in out and "seed 000 Table 2" in out
-    assert out.count("[calibrated on") == 3
+    assert out.count("[calibrated on") == 4
 
 
 def test_table_then_comparison(tca):

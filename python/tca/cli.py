@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tca import TcaError, _native, launch, platforms, report
-from tca.bench import dma_bw
+from tca.bench import dma_bw, pingpong
 from tca.victream import cli as victream_cli
 
 
@@ -122,6 +122,39 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pingpong(args: argparse.Namespace) -> int:
+    sizes = parse_sizes(args.sizes) if args.sizes else None
+    baselines = []
+    if args.baseline:
+        from tca.baselines import BASELINES
+
+        names = list(BASELINES) if args.baseline == "all" else args.baseline.split(",")
+        for n in names:
+            if n not in BASELINES:
+                raise TcaError(f"unknown baseline '{n}' (expected {', '.join(BASELINES)} or all)")
+        baselines = names
+    p = platforms.load(args.platform)
+    if args.trace and (sizes is None or len(sizes) != 1):
+        raise TcaError("--trace records one message size: give exactly one with --sizes")
+    with progress_bar(f"pingpong {args.mode} {args.pair}", not args.json) as update:
+        rows = pingpong.run(p, args.pair, args.mode, sizes, baselines, update, trace=args.trace)
+    title = (
+        f"tca bench pingpong on {p.name}: {args.mode} {args.pair}, one-way latency and bandwidth "
+        "(seed 000 §4.2-4.3 method: round trips / 2)"
+    )
+    if args.plot:
+        from tca.plot import plot
+
+        plot(rows, args.plot, title)
+    if args.json:
+        print(report.to_json(rows))
+    else:
+        print(report.table(rows, title))
+        print()
+        print(report.comparison(rows))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from tca.plot import plot
 
@@ -159,6 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--plot", metavar="FILE.png", help="write a PNG plot")
     d.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace-event file (Perfetto)")
     d.set_defaults(func=cmd_bench)
+
+    pp = bench.add_parser("pingpong", help="ping-pong between two nodes (seed 000 Fig. 7-10, 001, 003)")
+    pp.add_argument("--platform", required=True, help="platform name or .toml file")
+    pp.add_argument(
+        "--pair", default="cpu-cpu", help="source-destination memory: cpu-cpu, cpu-gpu, gpu-cpu, gpu-gpu"
+    )
+    pp.add_argument("--mode", default="dma-register", help="pio, dma (chaining) or dma-register")
+    pp.add_argument("--baseline", help="cuda-peer, cuda-peer-uva, mvapich2, mvapich2-gdr (comma list) or all")
+    pp.add_argument("--sizes", help="message sizes: LOW:HIGH powers of two or a list (default 8:4M)")
+    pp.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
+    pp.add_argument("--plot", metavar="FILE.png", help="write a PNG plot")
+    pp.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace-event file (one size only)")
+    pp.set_defaults(func=cmd_pingpong)
 
     p = sub.add_parser("demo", help="the main demonstration: seed 000 Fig. 4-6 on the simulated testbed")
     p.add_argument("--out", default="out", help="directory for the plots (default: out)")

@@ -412,6 +412,11 @@ enum Ev {
     Emit(usize),
     /// A write's bytes become visible at its destination.
     Visible(usize),
+    /// A kicked channel starts its job.
+    JobStart {
+        node: u32,
+        channel: u8,
+    },
     JobSent {
         node: u32,
         channel: u8,
@@ -778,7 +783,8 @@ impl ClusterModel {
                     unreachable!()
                 };
                 self.release(id);
-                self.start_job(ctx, node, channel);
+                let delay = self.peach.cycles(self.peach.dma_start_cycles);
+                ctx.schedule_in(delay, Ev::JobStart { node, channel });
             }
             (Dest::Chip(node), TlpKind::Completion) => {
                 let purpose = self.tlp(id).purpose;
@@ -1185,6 +1191,7 @@ impl Model for ClusterModel {
                 }
             }
             Ev::Hop(id) => self.advance(ctx, id),
+            Ev::JobStart { node, channel } => self.start_job(ctx, node, channel),
             Ev::DescriptorReady {
                 node,
                 channel,

@@ -105,6 +105,8 @@ pub struct Peach2Spec {
     pub forward_cycles: u64,
     /// Cycles to answer a register read.
     pub register_read_cycles: u64,
+    /// Cycles from a kick reaching the chip until the channel issues its first request.
+    pub dma_start_cycles: u64,
     /// Read requests a DMA engine may have outstanding (PCIe tags).
     pub max_outstanding_reads: u32,
 }
@@ -232,6 +234,7 @@ impl Reader<'_> {
             descriptor_cycles: self.count("peach2.descriptor_cycles")?,
             forward_cycles: self.count("peach2.forward_cycles")?,
             register_read_cycles: self.count("peach2.register_read_cycles")?,
+            dma_start_cycles: self.count("peach2.dma_start_cycles")?,
             max_outstanding_reads: self.count("peach2.max_outstanding_reads")? as u32,
         };
         let address_map = AddressMapSpec {
@@ -532,7 +535,9 @@ impl Reader<'_> {
     /// Every parameter key present in the file must have been read (catches typos).
     fn check_all_used(&self) -> Result<(), String> {
         for (section, value) in self.root {
-            if section == "reference" {
+            // `[baselines.*]` belongs to the Python baseline models (tca.baselines), which
+            // check it themselves.
+            if section == "reference" || section == "baselines" {
                 continue;
             }
             let Some(table) = value.as_table() else {

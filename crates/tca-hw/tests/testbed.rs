@@ -243,7 +243,8 @@ fn every_parameter_has_a_source_and_calibration_is_declared() {
         [
             "host.memory_read_latency",
             "host.inbound_bandwidth",
-            "host.p2p_read_bandwidth"
+            "host.p2p_read_bandwidth",
+            "peach2.dma_start_cycles"
         ]
     );
 }

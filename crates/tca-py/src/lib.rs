@@ -11,6 +11,7 @@ use tca_hw::node::{run_dma, DmaMode, DmaRun, Endpoint};
 use tca_hw::platform;
 
 mod hold;
+mod sim;
 
 /// A loaded platform file.
 #[pyclass(frozen, module = "tca._native")]
@@ -31,6 +32,11 @@ impl Platform {
     #[getter]
     fn name(&self) -> &str {
         &self.inner.name
+    }
+    /// The file the platform was loaded from.
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path.display().to_string()
     }
     #[getter]
     fn description(&self) -> &str {
@@ -206,5 +212,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(simulate_dma, m)?)?;
     m.add_function(wrap_pyfunction!(hold::hold_model_rate, m)?)?;
+    m.add_class::<sim::Handle>()?;
+    m.add_class::<sim::Desc>()?;
+    m.add_class::<sim::RankContext>()?;
+    m.add_class::<sim::SimJob>()?;
+    m.add_function(wrap_pyfunction!(sim::dma_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::error_codes, m)?)?;
     Ok(())
 }

@@ -166,6 +166,11 @@ pub enum Submitted {
 struct JobInfo {
     /// The notification of each entry, if it notifies.
     notifies: Vec<Option<Notify>>,
+    /// Bytes of each entry not yet landed.
+    remaining: Vec<u64>,
+    /// The entry's notification word landed before its last data (a GPU destination is
+    /// farther than the host memory holding the word); it is delivered with the last data.
+    held: Vec<bool>,
     done_at: Option<SimTime>,
 }
 
@@ -470,10 +475,14 @@ impl World {
                 }
                 other => FabricError::Unsupported(other.to_string()),
             })?;
+        let remaining = desc.entries().iter().map(|e| e.bytes()).collect();
+        let held = vec![false; notifies.len()];
         self.jobs.insert(
             (node, channel),
             JobInfo {
                 notifies,
+                remaining,
+                held,
                 done_at: None,
             },
         );
@@ -519,6 +528,12 @@ impl World {
         self.now = t;
     }
 
+    /// Delivers the notification of an entry whose data has all landed.
+    fn notify(&mut self, node: u32, channel: u8, entry: usize) {
+        let n = self.jobs[&(node, channel)].notifies[entry].expect("entry notifies");
+        let _ = self.engines[n.dst_node as usize].handle_notify_arrived(n.src_node, n.slot, n.tag);
+    }
+
     /// Runs the next hardware event and applies what became visible.
     pub fn step(&mut self) {
         let Some(t) = self.cluster.step(self.trace.as_mut()) else {
@@ -527,8 +542,21 @@ impl World {
         self.now = t;
         for (at, out) in self.cluster.take_outputs() {
             match out {
-                Output::DmaLanded { src, dst, len, .. } => {
+                Output::DmaLanded {
+                    node,
+                    channel,
+                    entry,
+                    src,
+                    dst,
+                    len,
+                } => {
                     self.memory.copy(src, dst, len);
+                    let job = self.jobs.get_mut(&(node, channel)).expect("a kicked job");
+                    job.remaining[entry] -= len;
+                    if job.remaining[entry] == 0 && job.held[entry] {
+                        job.held[entry] = false;
+                        self.notify(node, channel, entry);
+                    }
                 }
                 Output::NotifyLanded {
                     node,
@@ -536,9 +564,12 @@ impl World {
                     entry,
                     ..
                 } => {
-                    let n = self.jobs[&(node, channel)].notifies[entry].expect("entry notifies");
-                    let _ = self.engines[n.dst_node as usize]
-                        .handle_notify_arrived(n.src_node, n.slot, n.tag);
+                    let job = self.jobs.get_mut(&(node, channel)).expect("a kicked job");
+                    if job.remaining[entry] == 0 {
+                        self.notify(node, channel, entry);
+                    } else {
+                        job.held[entry] = true;
+                    }
                 }
                 Output::PioLanded {
                     id, offset, len, ..

@@ -1,0 +1,102 @@
+"""Running rank programs on a simulated platform.
+
+    import tca.sim
+
+    def program(ctx):
+        buf = ctx.malloc(4096, "gpu")
+        peers = ctx.exchange(buf)          # every rank's handle, by rank
+        ...
+        return ctx.wtime()
+
+    results = tca.sim.run("peach2-testbed-2013", 2, program)
+
+Each rank runs ``program(ctx)`` in its own thread, one rank per node of the platform, against
+one virtual clock: API calls take the time the hardware model says, data really moves, and two
+runs give the same results. ``ctx`` is a :class:`Rank`; its methods mirror the TCA API
+(``malloc``/``free``, ``desc_set``, ``start_dma``, ``wait_dmac``, ``wait_dma_recv``, ``send_pio``)
+plus what the original programs did with MPI (``barrier``, ``allgather``, ``exchange``) and
+``wtime()`` / ``compute(seconds)``. When every rank waits for something that cannot happen,
+every waiting call raises :class:`tca.api.DeadlockError` saying what each rank waits for.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tca import TcaError, _native, platforms
+from tca.api import DeadlockError, Handle
+
+
+class Rank:
+    """The TCA API of one rank (a thin layer over the native context)."""
+
+    def __init__(self, native: _native.RankContext):
+        self._ctx = native
+        self.rank: int = native.rank
+        self.size: int = native.size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+    def write(self, handle: Handle, offset: int, data) -> None:
+        """Stores ``data`` (bytes, bytearray, memoryview or a NumPy array) into an own buffer."""
+        self._ctx.write(handle, offset, bytes(memoryview(data).cast("B")))
+
+    def send_pio(self, handle: Handle, offset: int, data) -> None:
+        """``tcaSendPIO``: CPU stores of ``data`` into ``handle`` at ``offset`` (any node)."""
+        self._ctx.send_pio(handle, offset, bytes(memoryview(data).cast("B")))
+
+    def wait_value(self, handle: Handle, offset: int, data) -> None:
+        """Polls an own buffer until the bytes at ``offset`` equal ``data``."""
+        self._ctx.wait_value(handle, offset, bytes(memoryview(data).cast("B")))
+
+    def allgather(self, data) -> list[bytes]:
+        return self._ctx.allgather(bytes(memoryview(data).cast("B")))
+
+    def exchange(self, handle: Handle) -> list[Handle]:
+        """Every rank's handle, by rank: the MPI_Allgather of ``sizeof(tcaHandle)`` bytes."""
+        return [Handle.from_bytes(b) for b in self._ctx.allgather(handle.to_bytes())]
+
+
+def run(
+    platform: str | Path | _native.Platform,
+    nranks: int,
+    program: Callable[[Rank], Any],
+    *,
+    trace: str | Path | None = None,
+) -> list[Any]:
+    """Runs ``program(ctx)`` on ``nranks`` ranks of ``platform``; returns each rank's result.
+
+    Raises the first rank's exception if any program raised (a program error before a
+    deadlock it caused), and writes a Chrome trace of the hardware to ``trace`` if given.
+    """
+    if not isinstance(platform, _native.Platform):
+        platform = platforms.load(str(platform))
+    if nranks < 1:
+        raise TcaError(f"nranks must be at least 1, got {nranks}")
+    job = _native.SimJob(platform, nranks, trace is not None)
+    results: list[Any] = [None] * nranks
+    errors: list[BaseException | None] = [None] * nranks
+
+    def body(r: int) -> None:
+        try:
+            results[r] = program(Rank(job.rank(r)))
+        except BaseException as e:  # reported below, after every rank has stopped
+            errors[r] = e
+        finally:
+            job.finish(r)
+
+    threads = [threading.Thread(target=body, args=(r,), name=f"tca-rank-{r}") for r in range(nranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if trace is not None:
+        Path(trace).write_text(job.trace_json())
+    failures = [e for e in errors if e is not None]
+    if failures:
+        raise next((e for e in failures if not isinstance(e, DeadlockError)), failures[0])
+    return results
