@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tca import TcaError, _native, launch, platforms, report
-from tca.bench import dma_bw, pingpong
+from tca.bench import block_stride, dma_bw, pingpong
 from tca.victream import cli as victream_cli
 
 
@@ -155,6 +155,25 @@ def cmd_pingpong(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_block_stride(args: argparse.Namespace) -> int:
+    try:
+        sizes = [int(t) for t in args.n.split(",")] if args.n else None
+    except ValueError:
+        raise TcaError(f"bad --n '{args.n}' (expected a list such as 2,4,8)") from None
+    p = platforms.load(args.platform)
+    with progress_bar("block-stride", not args.json) as update:
+        rows = block_stride.run(p, sizes, update)
+    title = (
+        f"tca bench block-stride on {p.name}: face exchange of an N^3 cube of doubles (tcaDescSetMemcpy2D)"
+    )
+    if args.plot:
+        from tca.plot import plot
+
+        plot(rows, args.plot, title)
+    print(report.to_json(rows) if args.json else report.table(rows, title))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from tca.plot import plot
 
@@ -205,6 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--plot", metavar="FILE.png", help="write a PNG plot")
     pp.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace-event file (one size only)")
     pp.set_defaults(func=cmd_pingpong)
+
+    bs = bench.add_parser(
+        "block-stride", help="3-D stencil face exchange with block-stride DMA (seed 000 §3.7)"
+    )
+    bs.add_argument("--platform", required=True, help="platform name or .toml file")
+    bs.add_argument("--n", help="cube edges, a comma list (default 2,4,...,256)")
+    bs.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
+    bs.add_argument("--plot", metavar="FILE.png", help="write a PNG plot")
+    bs.set_defaults(func=cmd_block_stride)
 
     p = sub.add_parser("demo", help="the main demonstration: seed 000 Fig. 4-6 on the simulated testbed")
     p.add_argument("--out", default="out", help="directory for the plots (default: out)")

@@ -15,6 +15,47 @@ mod world;
 
 pub use world::{FabricError, Op, Reply, World};
 
+/// Runs `program(job, rank)` for every rank of a new job on `platform`, each in its own thread
+/// against the job's virtual clock, and returns the programs' results by rank.
+///
+/// # Errors
+/// More ranks than the platform has nodes.
+///
+/// # Panics
+/// If a rank's program panics (the panic is resumed on the calling thread).
+pub fn run<T, F>(platform: &Platform, ranks: u32, program: F) -> Result<Vec<T>, FabricError>
+where
+    T: Send + 'static,
+    F: Fn(&SimJob, u32) -> T + Send + Sync + 'static,
+{
+    let job = SimJob::new(platform, ranks, false)?;
+    let program = Arc::new(program);
+    let threads: Vec<_> = (0..ranks)
+        .map(|rank| {
+            let (job, program) = (job.clone(), program.clone());
+            std::thread::spawn(move || {
+                // Finish the rank even if its program panics, so the others see a deadlock
+                // instead of waiting forever.
+                struct Finish(Arc<SimJob>, u32);
+                impl Drop for Finish {
+                    fn drop(&mut self) {
+                        self.0.finish(self.1);
+                    }
+                }
+                let _finish = Finish(job.clone(), rank);
+                program(&job, rank)
+            })
+        })
+        .collect();
+    Ok(threads
+        .into_iter()
+        .map(|t| {
+            t.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+        .collect())
+}
+
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tca_hw::platform::Platform;
 use tca_sim::SimTime;

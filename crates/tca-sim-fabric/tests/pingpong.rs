@@ -2,8 +2,6 @@
 //! runs are deterministic, deadlocks are reported.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::thread;
 use tca_api::{Desc, DmaFlags, Handle, MemoryType};
 use tca_hw::platform::Platform;
 use tca_sim::SimTime;
@@ -16,24 +14,11 @@ fn testbed() -> Platform {
     .unwrap()
 }
 
-/// Runs `f(job, rank)` on every rank in its own thread and returns their results.
 fn run<T: Send + 'static>(
     ranks: u32,
     f: impl Fn(&SimJob, u32) -> T + Send + Sync + 'static,
 ) -> Vec<T> {
-    let job = SimJob::new(&testbed(), ranks, false).unwrap();
-    let f = Arc::new(f);
-    let threads: Vec<_> = (0..ranks)
-        .map(|r| {
-            let (job, f) = (job.clone(), f.clone());
-            thread::spawn(move || {
-                let out = f(&job, r);
-                job.finish(r);
-                out
-            })
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
+    tca_sim_fabric::run(&testbed(), ranks, f).unwrap()
 }
 
 fn handle(r: Reply) -> Handle {
