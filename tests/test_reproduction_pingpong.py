@@ -6,7 +6,6 @@ was calibrated (``tca platforms --show NAME``).
 """
 
 import pytest
-
 from tca import platforms
 from tca.baselines import BASELINES, load_params
 from tca.bench import block_stride, pingpong

@@ -6,10 +6,9 @@ import time
 
 import numpy as np
 import pytest
-
 import tca.sim
-from tca.api import DMA_NOTIFY, DMA_NOTIFY_SELF, DeadlockError, Desc, TcaApiError, tcaGetErrorString
 from conftest import ROOT
+from tca.api import DMA_NOTIFY, DMA_NOTIFY_SELF, DeadlockError, Desc, TcaApiError, tcaGetErrorString
 
 PLATFORM = "peach2-testbed-2013"
 
