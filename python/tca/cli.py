@@ -15,6 +15,7 @@ import contextlib
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from tca import TcaError, _native, launch, platforms, report
@@ -179,15 +180,46 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print("tca demo: the simulated 2013 PEACH2 testbed (seed 000 §4.1), intra-node DMA.\n")
-    for experiment in dma_bw.EXPERIMENTS:
-        rows, title = run_dma_bw(args.platform, experiment, None, None, True)
-        png = out / f"dma-bw-{experiment}.png"
+
+    def show(rows: list[report.Row], title: str, name: str) -> None:
+        png = out / f"{name}.png"
         plot(rows, png, title)
         print(report.table(rows, title))
         print()
         print(report.comparison(rows))
         print(f"# plot: {png}\n")
+
+    print("tca demo: the simulated 2013 PEACH2 testbed (seed 000 §4.1), intra-node DMA.\n")
+    for experiment in dma_bw.EXPERIMENTS:
+        rows, title = run_dma_bw(args.platform, experiment, None, None, True)
+        show(rows, title, f"dma-bw-{experiment}")
+
+    print("GPU-GPU ping-pong between two nodes of HA-PACS/TCA (seed 001): PEACH2 DMA against")
+    print("MVAPICH2-GDR 2.0b over InfiniBand QDR x2 (a model), with and without GPUDirect RDMA.\n")
+    ha_pacs = platforms.load("ha-pacs-tca")
+    with progress_bar("pingpong ha-pacs-tca", True) as update:
+        rows = pingpong.run(ha_pacs, "gpu-gpu", "dma-register", None, ["mvapich2-gdr", "mvapich2"], update)
+    show(rows, "HA-PACS/TCA GPU-GPU ping-pong: PEACH2 vs MVAPICH2-GDR (seed 001)", "pingpong-ha-pacs-tca")
+    peach2 = [r for r in rows if r.series.startswith("TCA")]
+
+    print("PEACH3 (seed 003): GPU-GPU ping-pong on the Gen3 testbed beside PEACH2 on HA-PACS/TCA")
+    print("and MPI over InfiniBand with GPUDirect RDMA switched off above 512 KB (a model).\n")
+    peach3 = platforms.load("peach3-testbed")
+    with progress_bar("pingpong peach3-testbed", True) as update:
+        rows = pingpong.run(peach3, "gpu-gpu", "dma-register", None, ["mvapich2-gdr"], update)
+    for r in rows:
+        r.series = r.series.replace("TCA", "PEACH3", 1).replace("MVAPICH2-GDR", "MPI/IB", 1)
+    for r in peach2:
+        rows.append(
+            replace(
+                r,
+                series=r.series.replace("TCA", "PEACH2 (HA-PACS/TCA)", 1),
+                paper=None,
+                source=None,
+                kind="predicted",
+            )
+        )
+    show(rows, "PEACH3 vs PEACH2 and MPI/IB, GPU-GPU ping-pong (seed 003 Fig. 4-5)", "pingpong-peach3")
     return 0
 
 

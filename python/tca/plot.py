@@ -45,6 +45,8 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
                 )
         x_unit = in_unit[0].x_unit
         ax.set_xscale("log", base=2)
+        if unit == "us":  # latencies span three decades
+            ax.set_yscale("log")
         ax.set_xlabel(f"{'Transfer size' if x_unit == 'B' else x_unit.capitalize()} ({x_unit})")
         ax.set_ylabel(unit)
         ax.grid(True, which="both", alpha=0.3)
