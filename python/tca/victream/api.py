@@ -116,9 +116,9 @@ class Context:
         self.devices = list(devices)
         if not self.devices:
             raise TcaError("at least one device is needed")
-        caps = [d.capacity for d in self.devices]
-        self.core = Core(caps, scheduler, load_threshold, swap_threshold,
-                         ptask_wait_ps=int(parse_time(ptask_wait) * PS))
+        self._core_args = ([d.capacity for d in self.devices], scheduler, load_threshold, swap_threshold,
+                           int(parse_time(ptask_wait) * PS))
+        self.core = Core(*self._core_args)
         self.cost = CostModel(bus_bandwidth=parse_rate(bus_bandwidth), bus_latency=parse_time(bus_latency),
                               file_read=parse_rate(file_read), file_write=parse_rate(file_write),
                               compute_speed=[getattr(d, "compute_speed", 1.0) for d in self.devices])
@@ -259,8 +259,12 @@ class Context:
             return None
         from tca.victream.executors import ThreadedRuntime
 
-        with _progress(self.progress, f"victream {action}") as update:
-            ThreadedRuntime(self).run(plan, batch, update)
+        try:
+            with _progress(self.progress, f"victream {action}") as update:
+                ThreadedRuntime(self).run(plan, batch, update)
+        except BaseException:
+            self._reset()  # the failed run's subtasks and device contents are discarded
+            raise
         self.elapsed_s += time.perf_counter() - start
         out = [self._host_block(pid) for pid in plan.result_pids]
         # host copies of intermediate partitions are no longer needed
@@ -278,6 +282,17 @@ class Context:
                               s.subtasks, m.peak, m.capacity)
                 for i, (d, s, m) in enumerate(zip(self.devices, self.core.stats, self.core.mem, strict=True))]
         return Summary(self.scheduler, self.mode, self.elapsed_s, devs, list(self.spans))
+
+    def _reset(self) -> None:
+        """Forgets every device copy and cached GRDD after a failed action; statistics so far
+        are kept. Sources keep their host copies, so the context stays usable."""
+        stats = self.core.stats
+        self.close()
+        self.core = Core(*self._core_args)
+        self.core.stats = stats
+        self._cached.clear()
+        for pid in [p for p in self.host if p not in self._source_nbytes]:
+            del self.host[pid]
 
     def close(self) -> None:
         for d in self.devices:
