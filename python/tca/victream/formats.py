@@ -130,7 +130,8 @@ def csr_cols(m: CSR, c0: int, c1: int) -> CSR:
     """Columns ``c0:c1`` of a CSR block (renumbered from 0)."""
     xp = xp_of(m.data)
     nrows = m.shape[0]
-    rows = xp.repeat(xp.arange(nrows), xp.diff(m.indptr).astype(np.int64))
+    # the row of every stored value (cupy.repeat takes no array of counts, searchsorted works on both)
+    rows = xp.searchsorted(m.indptr, xp.arange(len(m.data)), side="right") - 1
     keep = (m.indices >= c0) & (m.indices < c1)
     counts = xp.bincount(rows[keep], minlength=nrows)
     indptr = xp.concatenate([xp.zeros(1, dtype=m.indptr.dtype), xp.cumsum(counts).astype(m.indptr.dtype)])
@@ -146,8 +147,9 @@ def csr_matmul(m: CSR, b):
 
 
 def sort_kv(k, v):
+    """Sorts records by key, keeping the order of equal keys (CuPy's argsort is always stable)."""
     xp = xp_of(k)
-    order = xp.argsort(k, kind="stable")
+    order = xp.argsort(k, kind="stable") if xp is np else xp.argsort(k)
     return k[order], v[order]
 
 
