@@ -259,6 +259,11 @@ class Core:
         self.pending -= 1
         self.queued[g].remove(sid)
         self.stats[g].subtasks += 1
+        # inputs first, then outputs: the fresh outputs are the most recently used (LRU)
+        for p in dict.fromkeys(st.inputs):
+            mem.unlock(p)
+            self.parts[p].consumers.discard(sid)
+            self._maybe_free(p)
         for o in st.outputs:
             mem.set_state(o, "resident")
             if sizes and o in sizes:
@@ -268,10 +273,6 @@ class Core:
                 mem.resize(o, sizes[o])
                 self.parts[o].nbytes = sizes[o]
             mem.unlock(o)
-        for p in dict.fromkeys(st.inputs):
-            mem.unlock(p)
-            self.parts[p].consumers.discard(sid)
-            self._maybe_free(p)
         for o in st.outputs:
             if self.parts[o].result:
                 self._return_result(o)
