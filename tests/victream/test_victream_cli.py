@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tca.victream.optimal import CASES, search
 
 
@@ -19,16 +18,35 @@ def _tca(*args):
 
 def test_bench_json_rows(tmp_path):
     png = tmp_path / "t.png"
-    out = _tca("victream", "bench", "--workload", "logreg", "--devices", "3", "--mode", "virtual",
-               "--device-memory", "2MiB", "--data", "16MiB", "--bus-bandwidth", "4GB/s", "--json",
-               "--plot", str(png), "--check")
+    out = _tca(
+        "victream",
+        "bench",
+        "--workload",
+        "logreg",
+        "--devices",
+        "3",
+        "--mode",
+        "virtual",
+        "--device-memory",
+        "2MiB",
+        "--data",
+        "16MiB",
+        "--bus-bandwidth",
+        "4GB/s",
+        "--json",
+        "--plot",
+        str(png),
+        "--check",
+    )
     rows = json.loads(out)
     keys = {"benchmark", "platform", "series", "x", "x_unit", "value", "unit", "paper", "source", "kind"}
     assert all(set(r) == keys for r in rows)
     for s in ("fifo", "ptask", "locality", "victream"):
         totals = [r for r in rows if r["series"] == s]
         assert {r["unit"] for r in totals} == {"s", "B"} and len(totals) == 2
-        assert {r["series"] for r in rows if r["series"].startswith(s + " gpu")} == {f"{s} gpu{i}" for i in range(3)}
+        assert {r["series"] for r in rows if r["series"].startswith(s + " gpu")} == {
+            f"{s} gpu{i}" for i in range(3)
+        }
     assert all(r["kind"] == "measured" for r in rows)
     swap = {r["series"]: r["value"] for r in rows if r["unit"] == "B" and " " not in r["series"]}
     assert swap["victream"] < swap["fifo"] and swap["victream"] < swap["ptask"]
@@ -37,14 +55,39 @@ def test_bench_json_rows(tmp_path):
 
 @pytest.mark.parametrize("workload", ["sort", "blur", "matmul", "pansharpen"])
 def test_bench_sim_every_workload(workload):
-    out = _tca("victream", "bench", "--workload", workload, "--mode", "sim", "--devices", "2", "--data", "64MiB",
-               "--device-memory", "16MiB")
+    out = _tca(
+        "victream",
+        "bench",
+        "--workload",
+        workload,
+        "--mode",
+        "sim",
+        "--devices",
+        "2",
+        "--data",
+        "64MiB",
+        "--device-memory",
+        "16MiB",
+    )
     assert "# Scheduler" in out and "victream" in out and "seed 002" in out
 
 
 def test_bench_table_virtual():
-    out = _tca("victream", "bench", "--workload", "blur", "--devices", "2", "--device-memory", "1MiB",
-               "--data", "4MiB", "--scheduler", "fifo,victream", "--check")
+    out = _tca(
+        "victream",
+        "bench",
+        "--workload",
+        "blur",
+        "--devices",
+        "2",
+        "--device-memory",
+        "1MiB",
+        "--data",
+        "4MiB",
+        "--scheduler",
+        "fifo,victream",
+        "--check",
+    )
     assert "victream vs fifo" in out
 
 
@@ -52,8 +95,10 @@ def test_optimal_search_logreg_matches_the_seed():
     """seed 002 §6.2, Fig. 6.9: Victream's schedule is optimal for logistic regression (Table 6.2:
     1 GPU, 3 partitions, 2 iterations). The search must also find a worse schedule."""
     r = search(CASES["logreg"])
-    print(f"logreg: victream {r.victream_s:.4f} s, best {r.best_s:.4f} s, worst {r.worst_s:.4f} s, "
-          f"{r.states} states")
+    print(
+        f"logreg: victream {r.victream_s:.4f} s, best {r.best_s:.4f} s, worst {r.worst_s:.4f} s, "
+        f"{r.states} states"
+    )
     assert r.best_s <= r.victream_s <= r.worst_s
     assert r.gap_to_best == pytest.approx(0.0, abs=1e-9)
     assert r.worst_s > 1.2 * r.best_s

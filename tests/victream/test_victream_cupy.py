@@ -4,7 +4,6 @@ printed by ``pytest -rs``); it never passes by doing nothing."""
 from __future__ import annotations
 
 import pytest
-
 from tca.victream.devices import cupy_available
 
 OK, WHY = cupy_available()

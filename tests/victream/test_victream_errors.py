@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pytest
-
 from tca import TcaError
 from tca.victream import Context, UserFunctionError, VirtualGPU
 
@@ -21,8 +20,11 @@ def _workers():
 
 @pytest.mark.parametrize("scheduler", ["fifo", "victream"])
 def test_user_function_error_names_task_and_partition_and_shuts_down(scheduler):
-    ctx = Context([VirtualGPU("64KiB", "10GB/s", "0us", name=f"gpu{i}") for i in range(2)], scheduler=scheduler,
-                  partition_size="4KiB")
+    ctx = Context(
+        [VirtualGPU("64KiB", "10GB/s", "0us", name=f"gpu{i}") for i in range(2)],
+        scheduler=scheduler,
+        partition_size="4KiB",
+    )
     a = np.arange(4000, dtype=np.float64).reshape(-1, 4)
 
     def f(v):
@@ -50,23 +52,28 @@ def test_output_larger_than_declared_is_an_error():
     ctx = Context([VirtualGPU("1MiB", "10GB/s", "0us", name="gpu0")], partition_size="4KiB")
     x = ctx.array(np.zeros((100, 4)))
     with pytest.raises(TcaError, match="produced .* B for an output reserved"):
-        x.mapPartitions(lambda v: np.zeros((1000, 4)), __import__("tca.victream", fromlist=["MM"]).MM(ncols=4)).collect()
+        x.mapPartitions(
+            lambda v: np.zeros((1000, 4)), __import__("tca.victream", fromlist=["MM"]).MM(ncols=4)
+        ).collect()
 
 
 def _tca(*args):
     return subprocess.run([sys.executable, "-m", "tca", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["victream", "bench", "--workload", "nope"], "unknown workload 'nope'"),
-    (["victream", "bench", "--mode", "fpga"], "unknown mode 'fpga'"),
-    (["victream", "bench", "--scheduler", "fifo,lifo", "--mode", "sim"], "unknown scheduler 'lifo'"),
-    (["victream", "bench", "--device-memory", "lots"], "bad size 'lots'"),
-    (["victream", "bench", "--devices", "0"], "--devices must be at least 1"),
-    (["victream", "bench", "--mode", "sim", "--device-memory", "1MiB", "--partition", "1MiB"], "needs"),
-    (["victream", "optimal", "--workload", "sort"], "unknown case 'sort'"),
-    (["victream", "optimal", "--mode", "virtual"], "sim mode only"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["victream", "bench", "--workload", "nope"], "unknown workload 'nope'"),
+        (["victream", "bench", "--mode", "fpga"], "unknown mode 'fpga'"),
+        (["victream", "bench", "--scheduler", "fifo,lifo", "--mode", "sim"], "unknown scheduler 'lifo'"),
+        (["victream", "bench", "--device-memory", "lots"], "bad size 'lots'"),
+        (["victream", "bench", "--devices", "0"], "--devices must be at least 1"),
+        (["victream", "bench", "--mode", "sim", "--device-memory", "1MiB", "--partition", "1MiB"], "needs"),
+        (["victream", "optimal", "--workload", "sort"], "unknown case 'sort'"),
+        (["victream", "optimal", "--mode", "virtual"], "sim mode only"),
+    ],
+)
 def test_cli_errors_are_one_line(args, msg):
     r = _tca(*args)
     assert r.returncode == 2, r.stderr

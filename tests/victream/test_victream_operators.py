@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from tca import TcaError
 from tca.victream import MM, Context, VirtualGPU, xp_of
 from tca.victream.formats import PartitionInfo
@@ -71,9 +70,9 @@ def test_halo_map_sees_neighbours_and_offset(ctx):
         assert tile.shape[0] == info.rows + info.halo_top + info.halo_bottom
         # the tile's first own row is row ``offset`` of the image
         assert float(tile[info.halo_top, 0]) == float(info.offset * 32)
-        own = tile[info.halo_top:info.halo_top + info.rows]
+        own = tile[info.halo_top : info.halo_top + info.rows]
         if info.halo_top:
-            up = tile[info.halo_top - 1:info.halo_top - 1 + info.rows]
+            up = tile[info.halo_top - 1 : info.halo_top - 1 + info.rows]
         else:  # the image's first row has no row above: replicate it
             up = xp_of(tile).concatenate([own[:1], own[:-1]])
         return own - up
@@ -92,7 +91,7 @@ def test_group_by_key(ctx):
     uk = np.unique(keys)
     np.testing.assert_array_equal(k, uk)
     for i, key in enumerate(uk):
-        np.testing.assert_array_equal(v[off[i]:off[i + 1]], vals[keys == key])
+        np.testing.assert_array_equal(v[off[i] : off[i + 1]], vals[keys == key])
 
 
 @pytest.mark.parametrize("op,ref", [("add", np.add), ("min", np.minimum), ("max", np.maximum)])

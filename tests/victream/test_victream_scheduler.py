@@ -7,14 +7,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tca import TcaError
 from tca.victream.dag import Batch, Partition, Subtask
 from tca.victream.memory import MemoryManager
 from tca.victream.scheduler import POLICIES, Core
 from tca.victream.sim import CostModel, Simulation
-
-from victream_helpers import MiB, DagBuilder, simulate
+from victream_helpers import DagBuilder, MiB, simulate
 
 
 def test_memory_manager_asserts_capacity():
@@ -87,8 +85,10 @@ def test_local_list_definition_fig_5_6():
 def _random_dag(draw):
     d = DagBuilder()
     n_src = draw(st.integers(1, 4))
-    level = [d.source(draw(st.sampled_from([MiB // 2, MiB])), draw(st.sampled_from(["ram", "file"])))
-             for _ in range(n_src)]
+    level = [
+        d.source(draw(st.sampled_from([MiB // 2, MiB])), draw(st.sampled_from(["ram", "file"])))
+        for _ in range(n_src)
+    ]
     produced = list(level)
     results = []
     for depth in range(draw(st.integers(1, 4))):
@@ -96,16 +96,26 @@ def _random_dag(draw):
         for i in range(draw(st.integers(1, 4))):
             k = draw(st.integers(1, min(2, len(produced))))
             ins = draw(st.lists(st.sampled_from(produced), min_size=k, max_size=k))
-            nxt.append(d.task(f"L{depth}.{i}", ins, size=draw(st.sampled_from([MiB // 4, MiB // 2, MiB])),
-                              cost_s=draw(st.sampled_from([1e-4, 1e-3]))))
+            nxt.append(
+                d.task(
+                    f"L{depth}.{i}",
+                    ins,
+                    size=draw(st.sampled_from([MiB // 4, MiB // 2, MiB])),
+                    cost_s=draw(st.sampled_from([1e-4, 1e-3])),
+                )
+            )
         produced += nxt
         results = nxt
     return d, results
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), policy=st.sampled_from(POLICIES), devices=st.integers(1, 3),
-       cap_mib=st.sampled_from([3, 4, 8]))
+@given(
+    data=st.data(),
+    policy=st.sampled_from(POLICIES),
+    devices=st.integers(1, 3),
+    cap_mib=st.sampled_from([3, 4, 8]),
+)
 def test_random_dags_complete_in_order_within_capacity(data, policy, devices, cap_mib):
     d, results = _random_dag(data.draw)
     sim = simulate([d.batch(results)], policy, [cap_mib * MiB] * devices)
@@ -173,13 +183,23 @@ def test_io_volume_orders_as_the_seed_reports_on_logistic_regression():
 
     swap, time = {}, {}
     for policy in POLICIES:
-        ctx = Context(3, mode="sim", device_memory="64MiB", partition_size="4MiB", scheduler=policy,
-                      bus_bandwidth="2GB/s")
+        ctx = Context(
+            3,
+            mode="sim",
+            device_memory="64MiB",
+            partition_size="4MiB",
+            scheduler=policy,
+            bus_bandwidth="2GB/s",
+        )
         W.run(ctx, W.make_inputs("logreg", 512 * MiB, real=False, iterations=4))
         s = ctx.summary()
         swap[policy], time[policy] = s.swap_in + s.swap_out, s.elapsed_s
-    print("logreg sim swap MiB:", {k: round(v / MiB) for k, v in swap.items()},
-          "time s:", {k: round(v, 3) for k, v in time.items()})
+    print(
+        "logreg sim swap MiB:",
+        {k: round(v / MiB) for k, v in swap.items()},
+        "time s:",
+        {k: round(v, 3) for k, v in time.items()},
+    )
     assert swap["victream"] <= swap["locality"] <= swap["fifo"]
     assert swap["victream"] < 0.6 * swap["fifo"]
     assert time["victream"] <= time["locality"] <= time["fifo"]

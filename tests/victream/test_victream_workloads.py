@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from tca.victream import Context, VirtualGPU
 from tca.victream import workloads as W
 from tca.victream.scheduler import POLICIES

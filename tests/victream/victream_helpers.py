@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-
-
 from tca.victream.dag import Batch, Partition, Subtask
 from tca.victream.scheduler import Core
 from tca.victream.sim import CostModel, Simulation
@@ -34,7 +32,9 @@ class DagBuilder:
             pid = self._next()
             self.parts.append(Partition(pid, size, None, f"{name}.out"))
             outs.append(pid)
-        self.subtasks.append(Subtask(self._next(), name, len(self.subtasks), tuple(inputs), tuple(outs), cost_s))
+        self.subtasks.append(
+            Subtask(self._next(), name, len(self.subtasks), tuple(inputs), tuple(outs), cost_s)
+        )
         return outs[0] if n_out == 1 else outs
 
     def batch(self, results=()) -> Batch:
@@ -47,6 +47,3 @@ def simulate(batches, policy: str, capacities, load=0.7, swap=0.5, cost: CostMod
     for b in batches:
         sim.run_batch(b)
     return sim
-
-
-

@@ -18,5 +18,17 @@ from tca.victream.formats import CSR, Grouped, PartitionInfo, xp_of
 from tca.victream.grdd import GRDD, MM, UserFunctionError
 from tca.victream.scheduler import POLICIES
 
-__all__ = ["Context", "Summary", "GRDD", "MM", "VirtualGPU", "CupyGPU", "CSR", "Grouped", "PartitionInfo",
-           "xp_of", "UserFunctionError", "POLICIES"]
+__all__ = [
+    "Context",
+    "Summary",
+    "GRDD",
+    "MM",
+    "VirtualGPU",
+    "CupyGPU",
+    "CSR",
+    "Grouped",
+    "PartitionInfo",
+    "xp_of",
+    "UserFunctionError",
+    "POLICIES",
+]

@@ -60,12 +60,16 @@ class Summary:
         return sum(d.swap_out for d in self.devices)
 
     def text(self) -> str:
-        lines = [f"# {self.scheduler} ({self.mode}): {self.elapsed_s:.3f} s, swap-in {_mib(self.swap_in)}, "
-                 f"swap-out {_mib(self.swap_out)}",
-                 f"# {'device':<10}{'swap-in':>12}{'swap-out':>12}{'subtasks':>10}{'util':>8}{'peak mem':>12}"]
+        lines = [
+            f"# {self.scheduler} ({self.mode}): {self.elapsed_s:.3f} s, swap-in {_mib(self.swap_in)}, "
+            f"swap-out {_mib(self.swap_out)}",
+            f"# {'device':<10}{'swap-in':>12}{'swap-out':>12}{'subtasks':>10}{'util':>8}{'peak mem':>12}",
+        ]
         for d in self.devices:
-            lines.append(f"  {d.name:<10}{_mib(d.swap_in):>12}{_mib(d.swap_out):>12}{d.subtasks:>10}"
-                         f"{d.utilisation * 100:>7.1f}%{_mib(d.peak):>12}")
+            lines.append(
+                f"  {d.name:<10}{_mib(d.swap_in):>12}{_mib(d.swap_out):>12}{d.subtasks:>10}"
+                f"{d.utilisation * 100:>7.1f}%{_mib(d.peak):>12}"
+            )
         return "\n".join(lines)
 
 
@@ -85,11 +89,27 @@ class Context:
     ``file_read`` / ``file_write`` [B/s] the simulated host files (Table 6.1).
     """
 
-    def __init__(self, devices=2, *, mode: str = "virtual", device_memory="512MiB", bus_bandwidth="6GB/s",
-                 bus_latency="10us", compute_speed: float = 1.0, scheduler: str = "victream",
-                 partition_size="256MiB", load_threshold: float = 0.7, swap_threshold: float = 0.5,
-                 kernel_bandwidth="100GB/s", flops: float = 1e12, file_read="2482MB/s", file_write="1680MB/s",
-                 ptask_wait="2ms", progress: bool = False, timeout: float = 600.0):
+    def __init__(
+        self,
+        devices=2,
+        *,
+        mode: str = "virtual",
+        device_memory="512MiB",
+        bus_bandwidth="6GB/s",
+        bus_latency="10us",
+        compute_speed: float = 1.0,
+        scheduler: str = "victream",
+        partition_size="256MiB",
+        load_threshold: float = 0.7,
+        swap_threshold: float = 0.5,
+        kernel_bandwidth="100GB/s",
+        flops: float = 1e12,
+        file_read="2482MB/s",
+        file_write="1680MB/s",
+        ptask_wait="2ms",
+        progress: bool = False,
+        timeout: float = 600.0,
+    ):
         if mode not in MODES:
             raise TcaError(f"unknown mode '{mode}' (expected one of: {', '.join(MODES)})")
         if scheduler not in POLICIES:
@@ -106,22 +126,35 @@ class Context:
             if devices < 1:
                 raise TcaError("devices must be at least 1")
             if mode == "virtual":
-                devices = [VirtualGPU(device_memory, bus_bandwidth, bus_latency, compute_speed, f"gpu{i}")
-                           for i in range(devices)]
+                devices = [
+                    VirtualGPU(device_memory, bus_bandwidth, bus_latency, compute_speed, f"gpu{i}")
+                    for i in range(devices)
+                ]
             elif mode == "cupy":
                 devices = [CupyGPU(i % _cuda_count(), device_memory, f"gpu{i}") for i in range(devices)]
             else:
-                devices = [VirtualGPU(device_memory, bus_bandwidth, bus_latency, compute_speed, f"gpu{i}")
-                           for i in range(devices)]
+                devices = [
+                    VirtualGPU(device_memory, bus_bandwidth, bus_latency, compute_speed, f"gpu{i}")
+                    for i in range(devices)
+                ]
         self.devices = list(devices)
         if not self.devices:
             raise TcaError("at least one device is needed")
-        self._core_args = ([d.capacity for d in self.devices], scheduler, load_threshold, swap_threshold,
-                           int(parse_time(ptask_wait) * PS))
+        self._core_args = (
+            [d.capacity for d in self.devices],
+            scheduler,
+            load_threshold,
+            swap_threshold,
+            int(parse_time(ptask_wait) * PS),
+        )
         self.core = Core(*self._core_args)
-        self.cost = CostModel(bus_bandwidth=parse_rate(bus_bandwidth), bus_latency=parse_time(bus_latency),
-                              file_read=parse_rate(file_read), file_write=parse_rate(file_write),
-                              compute_speed=[getattr(d, "compute_speed", 1.0) for d in self.devices])
+        self.cost = CostModel(
+            bus_bandwidth=parse_rate(bus_bandwidth),
+            bus_latency=parse_time(bus_latency),
+            file_read=parse_rate(file_read),
+            file_write=parse_rate(file_write),
+            compute_speed=[getattr(d, "compute_speed", 1.0) for d in self.devices],
+        )
         self.sim = Simulation(self.core, self.cost) if mode == "sim" else None
         self.host: dict[int, dict] = {}
         self._loaders: dict[int, callable] = {}
@@ -135,7 +168,9 @@ class Context:
         self._clock_origin = time.perf_counter()
 
     # ------------------------------------------------------------------ GRDD creation
-    def array(self, data, format: str = "dense", partition_size=None, partition_rows: int | None = None) -> GRDD:  # noqa: A002
+    def array(
+        self, data, format: str = "dense", partition_size=None, partition_rows: int | None = None
+    ) -> GRDD:  # noqa: A002
         """A dense matrix or image (rows are partitioned) from a NumPy array; ``partition_rows``
         fixes the rows per partition (e.g. to align an image with a lower-resolution one)."""
         data = np.asarray(data)
@@ -143,13 +178,22 @@ class Context:
             raise TcaError("array() creates dense or image GRDDs; use sparse() or kv() for the others")
         if data.ndim == 0:
             raise TcaError("a GRDD needs at least one dimension")
-        return self._rows_source(format, data.dtype, data.shape, lambda r0, r1: {"a": data[r0:r1]}, partition_size,
-                                 "ram", partition_rows)
+        return self._rows_source(
+            format,
+            data.dtype,
+            data.shape,
+            lambda r0, r1: {"a": data[r0:r1]},
+            partition_size,
+            "ram",
+            partition_rows,
+        )
 
     def image(self, data, partition_size=None, partition_rows: int | None = None) -> GRDD:
         return self.array(data, "image", partition_size, partition_rows)
 
-    def from_file(self, path: str, format: str = "dense", dtype=None, shape=None, partition_size=None) -> GRDD:  # noqa: A002
+    def from_file(
+        self, path: str, format: str = "dense", dtype=None, shape=None, partition_size=None
+    ) -> GRDD:  # noqa: A002
         """A dense matrix or image from a .npy file, or from a raw binary file with ``dtype`` and
         ``shape``. Partitions are read on first use."""
         try:
@@ -163,8 +207,14 @@ class Context:
             raise TcaError(f"cannot read {path}: {e}") from None
         if format not in ("dense", "image"):
             raise TcaError("from_file reads dense or image data")
-        return self._rows_source(format, data.dtype, data.shape, lambda r0, r1: {"a": np.array(data[r0:r1])},
-                                 partition_size, "file")
+        return self._rows_source(
+            format,
+            data.dtype,
+            data.shape,
+            lambda r0, r1: {"a": np.array(data[r0:r1])},
+            partition_size,
+            "file",
+        )
 
     def sparse(self, data, indices, indptr, shape, partition_size=None) -> GRDD:
         """A sparse matrix in CSR form, partitioned into blocks of rows."""
@@ -187,13 +237,31 @@ class Context:
             raise TcaError("kv(): keys must be 1-D and as long as values")
         rec = keys.itemsize + values.itemsize
         bounds = F.split_rows(len(keys), rec, parse_bytes(partition_size or self.partition_size))
-        pids = [self._add_source((r1 - r0) * rec, "ram", lambda r0=r0, r1=r1: {"k": keys[r0:r1], "v": values[r0:r1]})
-                for r0, r1 in bounds]
-        return GRDD(self, "source", fmts=("kv",), dtype=values.dtype, bounds=bounds, pids=pids,
-                    extra=(keys.dtype, values.dtype))
+        pids = [
+            self._add_source(
+                (r1 - r0) * rec, "ram", lambda r0=r0, r1=r1: {"k": keys[r0:r1], "v": values[r0:r1]}
+            )
+            for r0, r1 in bounds
+        ]
+        return GRDD(
+            self,
+            "source",
+            fmts=("kv",),
+            dtype=values.dtype,
+            bounds=bounds,
+            pids=pids,
+            extra=(keys.dtype, values.dtype),
+        )
 
-    def virtual(self, format: str, shape, dtype="float32", partition_size=None, key_dtype="int64",  # noqa: A002
-                partition_rows: int | None = None) -> GRDD:
+    def virtual(
+        self,
+        format: str,
+        shape,
+        dtype="float32",
+        partition_size=None,
+        key_dtype="int64",  # noqa: A002
+        partition_rows: int | None = None,
+    ) -> GRDD:
         """A GRDD with metadata only, for sim mode (what-if studies on data that does not exist)."""
         if self.mode != "sim":
             raise TcaError("virtual GRDDs have no data: use them in sim mode")
@@ -216,11 +284,17 @@ class Context:
                 raise TcaError("partition_rows must be at least 1")
             bounds = F.split_rows(int(shape[0]), 1, int(partition_rows))
         else:
-            bounds = F.split_rows(int(shape[0]), row_elems * dtype.itemsize,
-                                  parse_bytes(partition_size or self.partition_size))
-        pids = [self._add_source((r1 - r0) * row_elems * dtype.itemsize, kind,
-                                 None if loader is None else (lambda r0=r0, r1=r1: loader(r0, r1)))
-                for r0, r1 in bounds]
+            bounds = F.split_rows(
+                int(shape[0]), row_elems * dtype.itemsize, parse_bytes(partition_size or self.partition_size)
+            )
+        pids = [
+            self._add_source(
+                (r1 - r0) * row_elems * dtype.itemsize,
+                kind,
+                None if loader is None else (lambda r0=r0, r1=r1: loader(r0, r1)),
+            )
+            for r0, r1 in bounds
+        ]
         return GRDD(self, "source", fmts=(fmt,), dtype=dtype, bounds=bounds, ncols=row_elems, pids=pids)
 
     def _add_source(self, nbytes: int, kind: str, loader) -> int:
@@ -277,10 +351,21 @@ class Context:
     def summary(self) -> Summary:
         """Time, swap bytes per device and utilisation over every action run so far."""
         el = max(self.elapsed_s, 1e-12)
-        compute = ([c / PS for c in self.sim.compute_ps] if self.sim is not None else self.compute_s)
-        devs = [DeviceSummary(d.name, s.swap_in, s.swap_out, s.result, compute[i], min(1.0, compute[i] / el),
-                              s.subtasks, m.peak, m.capacity)
-                for i, (d, s, m) in enumerate(zip(self.devices, self.core.stats, self.core.mem, strict=True))]
+        compute = [c / PS for c in self.sim.compute_ps] if self.sim is not None else self.compute_s
+        devs = [
+            DeviceSummary(
+                d.name,
+                s.swap_in,
+                s.swap_out,
+                s.result,
+                compute[i],
+                min(1.0, compute[i] / el),
+                s.subtasks,
+                m.peak,
+                m.capacity,
+            )
+            for i, (d, s, m) in enumerate(zip(self.devices, self.core.stats, self.core.mem, strict=True))
+        ]
         return Summary(self.scheduler, self.mode, self.elapsed_s, devs, list(self.spans))
 
     def _reset(self) -> None:
@@ -321,7 +406,13 @@ def _progress(enabled: bool, label: str):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    with Progress(f"[bold]{label}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    with Progress(
+        f"[bold]{label}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(label, total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)

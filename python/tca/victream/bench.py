@@ -21,11 +21,11 @@ from tca.victream.scheduler import POLICIES
 # What the seed reports for the comparison of schedulers (4 x K20, §6.1.2 and §6.1.1).
 SEED_CLAIMS = {
     "logreg": "seed 002 §6.1.2, Fig. 6.2(a): logistic regression 92-117 % faster with Victream than PTask; "
-              "the local lists add 9-38 % over plain locality-aware scheduling",
+    "the local lists add 9-38 % over plain locality-aware scheduling",
     "sort": "seed 002 §6.1.2, Fig. 6.2(b)/6.6(b): Victream faster than FIFO and PTask, less swap I/O",
     "blur": "seed 002 §6.1.2, Fig. 6.3(a)/6.7(c): Victream faster than FIFO and PTask, less swap I/O",
     "matmul": "seed 002 §6.1.2, Fig. 6.3(b)/6.7(d): compute-bound, schedulers within a few percent; "
-              "Victream still swaps less",
+    "Victream still swaps less",
     "pansharpen": "seed 002 §6.1.1, Fig. 6.1: on 1 GPU Victream 32 % faster than PTask, 31 % than FIFO",
 }
 
@@ -68,16 +68,26 @@ def run(cfg: BenchConfig, progress: bool = False) -> list[Summary]:
     ref = W.reference(inputs) if cfg.check and cfg.mode != "sim" else None
     out = []
     for s in cfg.schedulers:
-        ctx = Context(cfg.devices, mode=cfg.mode, device_memory=cfg.device_memory, bus_bandwidth=cfg.bus_bandwidth,
-                      bus_latency=cfg.bus_latency, compute_speed=cfg.compute_speed, scheduler=s,
-                      partition_size=cfg.partition_bytes(), progress=progress)
+        ctx = Context(
+            cfg.devices,
+            mode=cfg.mode,
+            device_memory=cfg.device_memory,
+            bus_bandwidth=cfg.bus_bandwidth,
+            bus_latency=cfg.bus_latency,
+            compute_speed=cfg.compute_speed,
+            scheduler=s,
+            partition_size=cfg.partition_bytes(),
+            progress=progress,
+        )
         try:
             result = W.run(ctx, inputs)
             if ref is not None:
                 try:
                     W.check(inputs, result, ref, rtol=2e-3, atol=2e-3)
                 except AssertionError as e:
-                    raise TcaError(f"{s}: result differs from the NumPy reference: {str(e).splitlines()[0]}") from None
+                    raise TcaError(
+                        f"{s}: result differs from the NumPy reference: {str(e).splitlines()[0]}"
+                    ) from None
             out.append(ctx.summary())
         finally:
             ctx.close()
@@ -92,34 +102,67 @@ def rows(cfg: BenchConfig, summaries: list[Summary]) -> list[Row]:
     out = []
     for s in summaries:
         out.append(Row(f"{bench} time", platform, s.scheduler, x, "devices", s.elapsed_s, "s", kind=kind))
-        out.append(Row(f"{bench} swap", platform, s.scheduler, x, "devices", float(s.swap_in + s.swap_out), "B",
-                       kind=kind))
+        out.append(
+            Row(
+                f"{bench} swap",
+                platform,
+                s.scheduler,
+                x,
+                "devices",
+                float(s.swap_in + s.swap_out),
+                "B",
+                kind=kind,
+            )
+        )
         for d in s.devices:
             series = f"{s.scheduler} {d.name}"
-            out.append(Row(f"{bench} swap-in", platform, series, x, "devices", float(d.swap_in), "B", kind=kind))
-            out.append(Row(f"{bench} swap-out", platform, series, x, "devices", float(d.swap_out), "B", kind=kind))
-            out.append(Row(f"{bench} utilisation", platform, series, x, "devices", 100.0 * d.utilisation, "%",
-                           kind=kind))
+            out.append(
+                Row(f"{bench} swap-in", platform, series, x, "devices", float(d.swap_in), "B", kind=kind)
+            )
+            out.append(
+                Row(f"{bench} swap-out", platform, series, x, "devices", float(d.swap_out), "B", kind=kind)
+            )
+            out.append(
+                Row(
+                    f"{bench} utilisation",
+                    platform,
+                    series,
+                    x,
+                    "devices",
+                    100.0 * d.utilisation,
+                    "%",
+                    kind=kind,
+                )
+            )
     return out
 
 
 def table(cfg: BenchConfig, summaries: list[Summary]) -> str:
     """The human-readable comparison (OSU style: a commented header, one line per scheduler)."""
-    lines = [f"# tca victream bench {cfg.workload}: {cfg.devices} devices x {cfg.device_memory}, bus "
-             f"{cfg.bus_bandwidth}, data {cfg.data}, partitions {cfg.partition_bytes() / 2**20:g} MiB, mode {cfg.mode}",
-             f"# {'Scheduler':<11}{'Time (s)':>10}{'Swap-in (MiB)':>15}{'Swap-out (MiB)':>16}{'Swap (MiB)':>12}"
-             f"{'Util (%)':>10}"]
+    lines = [
+        f"# tca victream bench {cfg.workload}: {cfg.devices} devices x {cfg.device_memory}, bus "
+        f"{cfg.bus_bandwidth}, data {cfg.data}, partitions {cfg.partition_bytes() / 2**20:g} MiB, "
+        f"mode {cfg.mode}",
+        f"# {'Scheduler':<11}{'Time (s)':>10}{'Swap-in (MiB)':>15}{'Swap-out (MiB)':>16}{'Swap (MiB)':>12}"
+        f"{'Util (%)':>10}",
+    ]
     for s in summaries:
         util = 100.0 * sum(d.utilisation for d in s.devices) / len(s.devices)
-        lines.append(f"  {s.scheduler:<11}{s.elapsed_s:>10.3f}{s.swap_in / 2**20:>15.1f}{s.swap_out / 2**20:>16.1f}"
-                     f"{(s.swap_in + s.swap_out) / 2**20:>12.1f}{util:>10.1f}")
+        lines.append(
+            f"  {s.scheduler:<11}{s.elapsed_s:>10.3f}{s.swap_in / 2**20:>15.1f}{s.swap_out / 2**20:>16.1f}"
+            f"{(s.swap_in + s.swap_out) / 2**20:>12.1f}{util:>10.1f}"
+        )
     lines.append("#")
-    lines.append(f"# {'Device':<17}{'Swap-in (MiB)':>15}{'Swap-out (MiB)':>16}{'Subtasks':>10}{'Util (%)':>10}"
-                 f"{'Peak mem (MiB)':>16}")
+    lines.append(
+        f"# {'Device':<17}{'Swap-in (MiB)':>15}{'Swap-out (MiB)':>16}{'Subtasks':>10}{'Util (%)':>10}"
+        f"{'Peak mem (MiB)':>16}"
+    )
     for s in summaries:
         for d in s.devices:
-            lines.append(f"  {s.scheduler + ' ' + d.name:<17}{d.swap_in / 2**20:>15.1f}{d.swap_out / 2**20:>16.1f}"
-                         f"{d.subtasks:>10}{100 * d.utilisation:>10.1f}{d.peak / 2**20:>16.1f}")
+            lines.append(
+                f"  {s.scheduler + ' ' + d.name:<17}{d.swap_in / 2**20:>15.1f}{d.swap_out / 2**20:>16.1f}"
+                f"{d.subtasks:>10}{100 * d.utilisation:>10.1f}{d.peak / 2**20:>16.1f}"
+            )
     by = {s.scheduler: s for s in summaries}
     if "victream" in by:
         v = by["victream"]
@@ -129,7 +172,9 @@ def table(cfg: BenchConfig, summaries: list[Summary]) -> str:
                 o = by[other]
                 sw_o, sw_v = o.swap_in + o.swap_out, v.swap_in + v.swap_out
                 red = 100.0 * (1 - sw_v / sw_o) if sw_o else 0.0
-                lines.append(f"# victream vs {other:<8}: {o.elapsed_s / v.elapsed_s:.2f}x speed, "
-                             f"{red:.0f} % less swap I/O")
+                lines.append(
+                    f"# victream vs {other:<8}: {o.elapsed_s / v.elapsed_s:.2f}x speed, "
+                    f"{red:.0f} % less swap I/O"
+                )
     lines.append(f"# {SEED_CLAIMS[cfg.workload]}")
     return "\n".join(lines)

@@ -1,10 +1,10 @@
 """``tca victream ...``: benchmarks of the schedulers and the optimal-schedule search.
 
-    tca victream bench --workload logreg|sort|blur|matmul|pansharpen --devices N
-                       --device-memory 64MiB --bus-bandwidth 2GB/s --data 512MiB
-                       --scheduler fifo,ptask,locality,victream [--mode virtual|cupy|sim]
-                       [--partition auto|16MiB] [--iterations K] [--check] [--json] [--plot FILE]
-    tca victream optimal --workload logreg|blur4|blur5|matmul|all --mode sim [--json]
+tca victream bench --workload logreg|sort|blur|matmul|pansharpen --devices N
+                   --device-memory 64MiB --bus-bandwidth 2GB/s --data 512MiB
+                   --scheduler fifo,ptask,locality,victream [--mode virtual|cupy|sim]
+                   [--partition auto|16MiB] [--iterations K] [--check] [--json] [--plot FILE]
+tca victream optimal --workload logreg|blur4|blur5|matmul|all --mode sim [--json]
 """
 
 from __future__ import annotations
@@ -34,9 +34,12 @@ def add_parser(subparsers) -> None:
     b.add_argument("--bus-bandwidth", default="2GB/s", help="bus bandwidth per direction (default 2GB/s)")
     b.add_argument("--bus-latency", default="10us", help="bus latency per transfer (default 10us)")
     b.add_argument("--data", default="512MiB", help="input data size (default 512MiB)")
-    b.add_argument("--partition", default="auto",
-                   help="partition size (default auto: min(256MiB, device memory / 16))")
-    b.add_argument("--scheduler", default=",".join(POLICIES), help="comma-separated schedulers (default: all)")
+    b.add_argument(
+        "--partition", default="auto", help="partition size (default auto: min(256MiB, device memory / 16))"
+    )
+    b.add_argument(
+        "--scheduler", default=",".join(POLICIES), help="comma-separated schedulers (default: all)"
+    )
     b.add_argument("--mode", default="virtual", help=f"one of: {', '.join(MODES)} (default virtual)")
     b.add_argument("--iterations", type=int, help="iterations (logreg, blur, matmul)")
     b.add_argument("--compute-speed", type=float, default=1.0, help="device compute speed factor (default 1)")
@@ -63,10 +66,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for v in (args.device_memory, args.data):
         parse_bytes(v)
     cfg = bench.BenchConfig(
-        workload=args.workload, devices=args.devices, device_memory=args.device_memory,
-        bus_bandwidth=args.bus_bandwidth, bus_latency=args.bus_latency, data=args.data, partition=args.partition,
-        schedulers=tuple(s.strip() for s in args.scheduler.split(",") if s.strip()), mode=args.mode,
-        iterations=args.iterations, compute_speed=args.compute_speed, seed=args.seed, check=args.check)
+        workload=args.workload,
+        devices=args.devices,
+        device_memory=args.device_memory,
+        bus_bandwidth=args.bus_bandwidth,
+        bus_latency=args.bus_latency,
+        data=args.data,
+        partition=args.partition,
+        schedulers=tuple(s.strip() for s in args.scheduler.split(",") if s.strip()),
+        mode=args.mode,
+        iterations=args.iterations,
+        compute_speed=args.compute_speed,
+        seed=args.seed,
+        check=args.check,
+    )
     if not cfg.schedulers:
         raise TcaError("--scheduler needs at least one scheduler")
     summaries = bench.run(cfg, progress=not args.json)
@@ -94,30 +107,53 @@ def cmd_optimal(args: argparse.Namespace) -> int:
             raise TcaError(f"unknown case '{n}' (expected one of: {', '.join(CASES)}, all)")
     results, rows = [], []
     if not args.json:
-        print("# tca victream optimal: Victream against all schedules in simulation (seed 002 §6.2, Table 6.1-6.2)")
-        print(f"# {'Case':<8}{'Subtasks':>9}{'Victream (s)':>14}{'Best (s)':>10}{'Worst (s)':>11}"
-              f"{'Gap to best':>13}{'Seed gap':>10}{'Below worst':>13}{'States':>9}{'Search (s)':>12}")
+        print(
+            "# tca victream optimal: Victream against all schedules in simulation "
+            "(seed 002 §6.2, Table 6.1-6.2)"
+        )
+        print(
+            f"# {'Case':<8}{'Subtasks':>9}{'Victream (s)':>14}{'Best (s)':>10}{'Worst (s)':>11}"
+            f"{'Gap to best':>13}{'Seed gap':>10}{'Below worst':>13}{'States':>9}{'Search (s)':>12}"
+        )
     for n in names:
         t = time.perf_counter()
         r = search(CASES[n])
         dt = time.perf_counter() - t
         results.append(r)
         src = "seed 002 §6.2, Fig. 6.9"
-        rows += [Row(f"victream-optimal {n}", "sim Table 6.1", "victream", 0, "case", r.victream_s, "s"),
-                 Row(f"victream-optimal {n}", "sim Table 6.1", "best", 0, "case", r.best_s, "s"),
-                 Row(f"victream-optimal {n}", "sim Table 6.1", "worst", 0, "case", r.worst_s, "s"),
-                 Row(f"victream-optimal {n}", "sim Table 6.1", "gap to best", 0, "case", 100 * r.gap_to_best, "%",
-                     paper=100 * CASES[n].seed_gap, source=src)]
+        rows += [
+            Row(f"victream-optimal {n}", "sim Table 6.1", "victream", 0, "case", r.victream_s, "s"),
+            Row(f"victream-optimal {n}", "sim Table 6.1", "best", 0, "case", r.best_s, "s"),
+            Row(f"victream-optimal {n}", "sim Table 6.1", "worst", 0, "case", r.worst_s, "s"),
+            Row(
+                f"victream-optimal {n}",
+                "sim Table 6.1",
+                "gap to best",
+                0,
+                "case",
+                100 * r.gap_to_best,
+                "%",
+                paper=100 * CASES[n].seed_gap,
+                source=src,
+            ),
+        ]
         if not args.json:
-            print(f"  {n:<8}{r.subtasks:>9}{r.victream_s:>14.3f}{r.best_s:>10.3f}{r.worst_s:>11.3f}"
-                  f"{100 * r.gap_to_best:>12.1f}%{100 * CASES[n].seed_gap:>9.0f}%{100 * r.gap_to_worst:>12.1f}%"
-                  f"{r.states:>9}{dt:>12.1f}", flush=True)
+            print(
+                f"  {n:<8}{r.subtasks:>9}{r.victream_s:>14.3f}{r.best_s:>10.3f}{r.worst_s:>11.3f}"
+                f"{100 * r.gap_to_best:>12.1f}%{100 * CASES[n].seed_gap:>9.0f}%{100 * r.gap_to_worst:>12.1f}%"
+                f"{r.states:>9}{dt:>12.1f}",
+                flush=True,
+            )
     if args.json:
         print(to_json(rows))
     else:
-        print("# Gap to best: Victream's time over the optimum; below worst: how much shorter than the worst.")
-        print("# Seed gap: seed 002 §6.2 / Fig. 6.9 (logistic regression and blur(4) optimal, blur(5) +2 %, "
-              "matrix multiplication +10 %).")
+        print(
+            "# Gap to best: Victream's time over the optimum; below worst: how much shorter than the worst."
+        )
+        print(
+            "# Seed gap: seed 002 §6.2 / Fig. 6.9 (logistic regression and blur(4) optimal, blur(5) +2 %, "
+            "matrix multiplication +10 %)."
+        )
     return 0
 
 

@@ -24,8 +24,21 @@ import numpy as np
 from tca import TcaError
 from tca.victream.formats import block_nbytes
 
-_BYTES = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "tb": 10**12}
+_BYTES = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "tb": 10**12,
+}
 
 
 def parse_bytes(text) -> int:
@@ -66,8 +79,14 @@ class VirtualGPU:
 
     kind = "virtual"
 
-    def __init__(self, capacity="512MiB", bus_bandwidth="6GB/s", bus_latency="10us", compute_speed: float = 1.0,
-                 name: str = "vgpu"):
+    def __init__(
+        self,
+        capacity="512MiB",
+        bus_bandwidth="6GB/s",
+        bus_latency="10us",
+        compute_speed: float = 1.0,
+        name: str = "vgpu",
+    ):
         self.capacity = parse_bytes(capacity)
         self.bus_bandwidth = parse_rate(bus_bandwidth)
         self.bus_latency = parse_time(bus_latency)
@@ -92,7 +111,9 @@ class VirtualGPU:
         n = block_nbytes(block)
         with self._lock:
             if self._used + n > self.capacity:
-                raise MemoryError(f"{self.name}: out of device memory ({self._used} + {n} > {self.capacity} B)")
+                raise MemoryError(
+                    f"{self.name}: out of device memory ({self._used} + {n} > {self.capacity} B)"
+                )
             self._data[pid] = block
             self._used += n
 

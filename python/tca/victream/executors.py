@@ -64,6 +64,7 @@ class ThreadedRuntime:
 
         workers = []
         for g, dev in enumerate(ctx.devices):
+
             def swap_in(a, g=g, dev=dev):
                 start = time.perf_counter()
                 dev.put(a.pid, ctx._host_block(a.pid))
@@ -90,9 +91,13 @@ class ThreadedRuntime:
                 span(g, "run", start, st.name)
                 return ("run", g, a.sid, (sizes, meta))
 
-            workers.append((_Worker(f"{dev.name}-in", swap_in, events, stop),
-                            _Worker(f"{dev.name}-out", swap_out, events, stop),
-                            _Worker(f"{dev.name}-run", run, events, stop)))
+            workers.append(
+                (
+                    _Worker(f"{dev.name}-in", swap_in, events, stop),
+                    _Worker(f"{dev.name}-out", swap_out, events, stop),
+                    _Worker(f"{dev.name}-run", run, events, stop),
+                )
+            )
 
         done = 0
         # Several emulated GPUs call BLAS from their own threads at once; a multi-threaded BLAS
@@ -166,8 +171,11 @@ class ThreadedRuntime:
             st = core.subtasks[item.sid]
             if isinstance(error, TcaError):
                 raise TcaError(f"subtask {st.name}: {error}") from error
-            raise TcaError(f"subtask {st.name} (partition {st.index}) failed: {type(error).__name__}: {error}") \
-                from error
+            raise TcaError(
+                f"subtask {st.name} (partition {st.index}) failed: {type(error).__name__}: {error}"
+            ) from error
         what = "swap-in" if isinstance(item, SwapIn) else "swap-out"
-        raise TcaError(f"{what} of partition {core.parts[item.pid].label} on device {item.device} failed: "
-                       f"{type(error).__name__}: {error}") from error
+        raise TcaError(
+            f"{what} of partition {core.parts[item.pid].label} on device {item.device} failed: "
+            f"{type(error).__name__}: {error}"
+        ) from error

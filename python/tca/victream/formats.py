@@ -122,8 +122,11 @@ def split_rows(n_rows: int, row_bytes: int, partition_bytes: int) -> list[tuple[
 def csr_rows(data, indices, indptr, r0: int, r1: int) -> dict:
     """Rows ``r0:r1`` of a CSR matrix as a block with a zero-based ``indptr`` (host side)."""
     a, b = int(indptr[r0]), int(indptr[r1])
-    return {"data": np.ascontiguousarray(data[a:b]), "indices": np.ascontiguousarray(indices[a:b]),
-            "indptr": np.asarray(indptr[r0:r1 + 1]) - a}
+    return {
+        "data": np.ascontiguousarray(data[a:b]),
+        "indices": np.ascontiguousarray(indices[a:b]),
+        "indptr": np.asarray(indptr[r0 : r1 + 1]) - a,
+    }
 
 
 def csr_cols(m: CSR, c0: int, c1: int) -> CSR:
@@ -184,6 +187,8 @@ def reducer_name(f) -> str:
     names = {"add": "add", "sum": "add", "min": "min", "minimum": "min", "max": "max", "maximum": "max"}
     key = f if isinstance(f, str) else getattr(f, "__name__", None)
     if key not in names:
-        raise TcaError(f"reduceByKey supports the reductions {', '.join(REDUCERS)} "
-                       "(or numpy.add, numpy.minimum, numpy.maximum)")
+        raise TcaError(
+            f"reduceByKey supports the reductions {', '.join(REDUCERS)} "
+            "(or numpy.add, numpy.minimum, numpy.maximum)"
+        )
     return names[key]

@@ -48,9 +48,21 @@ class MM:
 class GRDD:
     """GPU resilient distributed dataset: a lazily evaluated, partitioned data set."""
 
-    def __init__(self, ctx, kind: str, parents: tuple = (), fn=None, mm: MM | None = None, *,
-                 fmts: tuple[str, ...], dtype, bounds: list[tuple[int, int]] | None, ncols: int = 0,
-                 pids: list[int] | None = None, extra: Any = None):
+    def __init__(
+        self,
+        ctx,
+        kind: str,
+        parents: tuple = (),
+        fn=None,
+        mm: MM | None = None,
+        *,
+        fmts: tuple[str, ...],
+        dtype,
+        bounds: list[tuple[int, int]] | None,
+        ncols: int = 0,
+        pids: list[int] | None = None,
+        extra: Any = None,
+    ):
         self.ctx, self.kind, self.parents, self.fn, self.mm = ctx, kind, parents, fn, mm or MM()
         self.fmts, self.dtype, self.bounds, self.ncols = fmts, np.dtype(dtype), bounds, ncols
         self.pids, self.extra = pids, extra
@@ -72,7 +84,8 @@ class GRDD:
         return None if self.bounds is None else self.bounds[-1][1]
 
     def __repr__(self) -> str:
-        return f"GRDD({self.kind}, format={'+'.join(self.fmts)}, dtype={self.dtype}, partitions={self.num_partitions})"
+        fmt = "+".join(self.fmts)
+        return f"GRDD({self.kind}, format={fmt}, dtype={self.dtype}, partitions={self.num_partitions})"
 
     def cache(self) -> GRDD:
         """Keeps this GRDD's partitions once computed (on devices while memory allows, else on the
@@ -90,8 +103,17 @@ class GRDD:
                 raise TcaError("MM.halo applies to a single image or dense GRDD")
             if self.bounds and min(b - a for a, b in self.bounds) < mm.halo:
                 raise TcaError(f"halo of {mm.halo} rows is wider than a partition; use larger partitions")
-        return GRDD(self.ctx, "map", (self,), f, mm, fmts=(mm.format or self.format,),
-                    dtype=mm.dtype or self.dtype, bounds=self.bounds, ncols=mm.ncols or self.ncols)
+        return GRDD(
+            self.ctx,
+            "map",
+            (self,),
+            f,
+            mm,
+            fmts=(mm.format or self.format,),
+            dtype=mm.dtype or self.dtype,
+            bounds=self.bounds,
+            ncols=mm.ncols or self.ncols,
+        )
 
     def mapPartitions(self, f: Callable, mm: MM | None = None) -> GRDD:  # noqa: N802 (seed's name)
         """``f`` applied to each partition's view; element count may change, partitioning is kept."""
@@ -101,27 +123,53 @@ class GRDD:
         bounds = self.bounds
         if bounds is not None and mm.row_scale != 1:
             bounds = [(a * mm.row_scale, b * mm.row_scale) for a, b in bounds]
-        return GRDD(self.ctx, "mapPartitions", (self,), f, mm, fmts=(mm.format or self.format,),
-                    dtype=mm.dtype or self.dtype, bounds=bounds, ncols=mm.ncols or self.ncols)
+        return GRDD(
+            self.ctx,
+            "mapPartitions",
+            (self,),
+            f,
+            mm,
+            fmts=(mm.format or self.format,),
+            dtype=mm.dtype or self.dtype,
+            bounds=bounds,
+            ncols=mm.ncols or self.ncols,
+        )
 
     def zip(self, other: GRDD) -> GRDD:
         """Pairs partition ``i`` of both GRDDs; a later map / mapPartitions gets ``f(a, b)``."""
         self._same_ctx(other)
         if self.bounds is not None and other.bounds is not None and len(self.bounds) != len(other.bounds):
             raise TcaError(f"zip needs equal partition counts ({len(self.bounds)} and {len(other.bounds)})")
-        return GRDD(self.ctx, "zip", (self, other), fmts=self.fmts + other.fmts, dtype=self.dtype,
-                    bounds=self.bounds, ncols=self.ncols)
+        return GRDD(
+            self.ctx,
+            "zip",
+            (self, other),
+            fmts=self.fmts + other.fmts,
+            dtype=self.dtype,
+            bounds=self.bounds,
+            ncols=self.ncols,
+        )
 
     def groupByKey(self, mm: MM | None = None) -> GRDD:  # noqa: N802
         """Key-value pairs grouped by key (format ``grouped``, keys sorted across partitions)."""
         self._need_kv("groupByKey")
-        return GRDD(self.ctx, "groupByKey", (self,), None, mm, fmts=("grouped",), dtype=self.dtype, bounds=None)
+        return GRDD(
+            self.ctx, "groupByKey", (self,), None, mm, fmts=("grouped",), dtype=self.dtype, bounds=None
+        )
 
     def reduceByKey(self, f, mm: MM | None = None) -> GRDD:  # noqa: N802
         """Values of equal keys reduced with ``f`` ('add', 'min', 'max'); keys sorted."""
         self._need_kv("reduceByKey")
-        return GRDD(self.ctx, "reduceByKey", (self,), F.reducer_name(f), mm, fmts=("kv",), dtype=self.dtype,
-                    bounds=None)
+        return GRDD(
+            self.ctx,
+            "reduceByKey",
+            (self,),
+            F.reducer_name(f),
+            mm,
+            fmts=("kv",),
+            dtype=self.dtype,
+            bounds=None,
+        )
 
     def join(self, f: Callable | None, other: GRDD, mm: MM | None = None) -> GRDD:
         """Matrix product ``self @ other`` (Table 5.2). ``self``: dense or sparse (n x k) in row
@@ -132,16 +180,34 @@ class GRDD:
             raise TcaError("join multiplies a dense or sparse matrix by a dense matrix")
         if self.ncols != other.rows:
             raise TcaError(f"join: shapes do not match ({self.ncols} columns and {other.rows} rows)")
-        dtype = (mm.dtype if mm and mm.dtype else np.result_type(self.dtype, other.dtype))
-        return GRDD(self.ctx, "join", (self, other), f, mm, fmts=("dense",), dtype=dtype, bounds=self.bounds,
-                    ncols=other.ncols)
+        dtype = mm.dtype if mm and mm.dtype else np.result_type(self.dtype, other.dtype)
+        return GRDD(
+            self.ctx,
+            "join",
+            (self, other),
+            f,
+            mm,
+            fmts=("dense",),
+            dtype=dtype,
+            bounds=self.bounds,
+            ncols=other.ncols,
+        )
 
     # ---------------------------------------------------------------- actions
     def reduce(self, f_device: Callable, f_host: Callable, mm: MM | None = None):
         """Reduces each partition on its device with ``f_device`` (returning a small array), then
         folds the partial results on the host with the binary ``f_host``. None in sim mode."""
-        node = GRDD(self.ctx, "reduce", (self,), f_device, mm, fmts=("value",), dtype=self.dtype,
-                    bounds=self.bounds, ncols=0)
+        node = GRDD(
+            self.ctx,
+            "reduce",
+            (self,),
+            f_device,
+            mm,
+            fmts=("value",),
+            dtype=self.dtype,
+            bounds=self.bounds,
+            ncols=0,
+        )
         parts = self.ctx._run(node, "reduce")
         if parts is None:
             return None
@@ -192,15 +258,21 @@ def _concat(fmt: str, blocks: list[dict], ncols: int):
         for b in blocks:
             indptr.append(b["indptr"][1:].astype(np.int64) + base)
             base += int(b["indptr"][-1])
-        return (np.concatenate([b["data"] for b in blocks]), np.concatenate([b["indices"] for b in blocks]),
-                np.concatenate(indptr))
+        return (
+            np.concatenate([b["data"] for b in blocks]),
+            np.concatenate([b["indices"] for b in blocks]),
+            np.concatenate(indptr),
+        )
     if fmt == "grouped":
         off, base = [np.zeros(1, dtype=np.int64)], 0
         for b in blocks:
             off.append(b["off"][1:].astype(np.int64) + base)
             base += int(b["off"][-1])
-        return (np.concatenate([b["k"] for b in blocks]), np.concatenate(off),
-                np.concatenate([b["v"] for b in blocks]))
+        return (
+            np.concatenate([b["k"] for b in blocks]),
+            np.concatenate(off),
+            np.concatenate([b["v"] for b in blocks]),
+        )
     raise TcaError(f"unknown format '{fmt}'")
 
 
@@ -273,8 +345,10 @@ class Plan:
         if node.cached and node.id not in self.ctx._cached:
             self.ctx._cached[node.id] = members
             keep = {m for ms in members for m in ms}
-            self.parts = [Partition(p.pid, p.nbytes, p.source, p.label, True) if p.pid in keep else p
-                          for p in self.parts]
+            self.parts = [
+                Partition(p.pid, p.nbytes, p.source, p.label, True) if p.pid in keep else p
+                for p in self.parts
+            ]
         self.resolved[node.id] = members
         for cb in self.waiting.pop(node.id, []):
             cb(members)
@@ -285,8 +359,9 @@ class Plan:
         self.nbytes[pid] = int(nbytes)
         return pid
 
-    def _subtask(self, task: str, index: int, inputs, outputs, kernel, cost_factor: float = 1.0,
-                 flops: float = 0.0) -> int:
+    def _subtask(
+        self, task: str, index: int, inputs, outputs, kernel, cost_factor: float = 1.0, flops: float = 0.0
+    ) -> int:
         sid = self.ctx._new_id()
         in_bytes = sum(self.nbytes.get(p, 0) for p in inputs)
         cost = self.ctx.kernel_cost_s(in_bytes, cost_factor, flops)
@@ -295,8 +370,14 @@ class Plan:
 
     def _expand_source(self, node: GRDD) -> None:
         for pid in node.pids:
-            self.parts.append(Partition(pid, self.ctx._source_nbytes[pid], self.ctx._source_kind[pid],
-                                        f"g{node.id}.{node.pids.index(pid)}"))
+            self.parts.append(
+                Partition(
+                    pid,
+                    self.ctx._source_nbytes[pid],
+                    self.ctx._source_kind[pid],
+                    f"g{node.id}.{node.pids.index(pid)}",
+                )
+            )
             self.nbytes[pid] = self.ctx._source_nbytes[pid]
         self.resolve(node, [(p,) for p in node.pids])
 
@@ -308,7 +389,9 @@ class Plan:
                 if len(ma) != len(mb):
                     raise TcaError(f"zip needs equal partition counts ({len(ma)} and {len(mb)})")
                 self.resolve(node, [x + y for x, y in zip(ma, mb, strict=True)])
+
             self.request(b, got_b)
+
         self.request(a, got_a)
 
     def _expand_map(self, node: GRDD) -> None:
@@ -348,11 +431,13 @@ class Plan:
                         inputs.append(members[i - 1][0])
                     if i + 1 < len(members):
                         inputs.append(members[i + 1][0])
-                kernel = _elementwise_kernel(task, i, fn, in_fmts, out_fmt, ncols, halo, bounds, len(members),
-                                             len(mem), node.rows)
+                kernel = _elementwise_kernel(
+                    task, i, fn, in_fmts, out_fmt, ncols, halo, bounds, len(members), len(mem), node.rows
+                )
                 self._subtask(task, i, inputs, [out], kernel, mm.cost_factor)
                 outs.append((out,))
             self.resolve(node, outs)
+
         self.request(parent, got)
 
     def _expand_join(self, node: GRDD) -> None:
@@ -369,7 +454,9 @@ class Plan:
                     prev = None
                     for q, (bp,) in enumerate(mb):
                         k0, k1 = b.bounds[q]
-                        out = self._part(mm.output_size or (r1 - r0) * node.ncols * itemsize, f"g{node.id}.{i}.{q}")
+                        out = self._part(
+                            mm.output_size or (r1 - r0) * node.ncols * itemsize, f"g{node.id}.{i}.{q}"
+                        )
                         inputs = [ap, bp] + ([prev] if prev is not None else [])
                         kernel = _join_kernel(task, i, fn, a.format, a.ncols, k0, k1, node.dtype)
                         flops = 2.0 * (r1 - r0) * (k1 - k0) * node.ncols
@@ -377,7 +464,9 @@ class Plan:
                         prev = out
                     outs.append((prev,))
                 self.resolve(node, outs)
+
             self.request(b, got_b)
+
         self.request(a, got_a)
 
     def _expand_groupByKey(self, node: GRDD) -> None:  # noqa: N802
@@ -423,8 +512,16 @@ class Plan:
                 total_bytes = int(tot.sum()) * rec
                 R = max(1, min(len(uk), math.ceil(total_bytes / self.ctx.partition_size)))
                 cum = np.cumsum(tot)
-                idx = np.searchsorted(cum, [cum[-1] * r / R for r in range(1, R)], side="right") if len(uk) else []
-                cuts = np.unique(uk[np.minimum(np.asarray(idx, dtype=np.int64), len(uk) - 1)])[:R - 1] if len(uk) else []
+                idx = (
+                    np.searchsorted(cum, [cum[-1] * r / R for r in range(1, R)], side="right")
+                    if len(uk)
+                    else []
+                )
+                cuts = (
+                    np.unique(uk[np.minimum(np.asarray(idx, dtype=np.int64), len(uk) - 1)])[: R - 1]
+                    if len(uk)
+                    else []
+                )
                 cuts = np.asarray(cuts, dtype=kd)
                 R = len(cuts) + 1
                 split_sizes = []
@@ -439,7 +536,9 @@ class Plan:
                 for r in range(R):
                     nk = int(gpos[r + 1] - gpos[r])
                     nrec = int(gc[gpos[r + 1]] - gc[gpos[r]])
-                    merge_sizes.append(nk * rec if op else nk * kd.itemsize + (nk + 1) * 8 + nrec * vd.itemsize)
+                    merge_sizes.append(
+                        nk * rec if op else nk * kd.itemsize + (nk + 1) * 8 + nrec * vd.itemsize
+                    )
             bucket = [[None] * R for _ in range(n)]
             for i, p in enumerate(sorted_pids):
                 outs = [self._part(split_sizes[i][r], f"g{node.id}.split{i}.{r}") for r in range(R)]
@@ -450,8 +549,14 @@ class Plan:
             members = []
             for r in range(R):
                 out = self._part(merge_sizes[r], f"g{node.id}.{r}")
-                self._subtask(task + ".merge", r, [bucket[i][r] for i in range(n)], [out], _merge_kernel(op),
-                              mm.cost_factor * 2)
+                self._subtask(
+                    task + ".merge",
+                    r,
+                    [bucket[i][r] for i in range(n)],
+                    [out],
+                    _merge_kernel(op),
+                    mm.cost_factor * 2,
+                )
                 members.append((out,))
             self.resolve(node, members)
 
@@ -460,6 +565,7 @@ class Plan:
 
 # -------------------------------------------------------------------- kernels
 # A kernel takes the input blocks (device arrays) and returns (output blocks, meta).
+
 
 def _call(task: str, index: int, fn, *args):
     try:
@@ -472,8 +578,9 @@ def _call(task: str, index: int, fn, *args):
 
 class UserFunctionError(TcaError):
     def __init__(self, task: str, index: int, error: Exception):
-        super().__init__(f"user function of task {task} failed on partition {index}: "
-                         f"{type(error).__name__}: {error}")
+        super().__init__(
+            f"user function of task {task} failed on partition {index}: {type(error).__name__}: {error}"
+        )
         self.task, self.index, self.error = task, index, error
 
 
@@ -492,6 +599,7 @@ def _elementwise_kernel(task, i, fn, in_fmts, out_fmt, ncols, halo, bounds, n_pa
         else:
             out = _call(task, i, fn, *views)
         return [F.from_view(out_fmt, out, task)], None
+
     return kernel
 
 
@@ -509,6 +617,7 @@ def _join_kernel(task, i, fn, a_fmt, a_ncols, k0, k1, dtype):
         if len(blocks) > 2:
             prod = blocks[2]["a"] + prod
         return [{"a": prod}], None
+
     return kernel
 
 
@@ -523,6 +632,7 @@ def _sort_kernel(op):
         uk, counts = k[starts], ends - starts
         meta = (_host(uk), _host(counts))  # the key histogram the DAG analyzer needs (§5.3.3)
         return [{"k": k, "v": v}], meta
+
     return kernel
 
 
@@ -532,8 +642,15 @@ def _split_kernel(cuts, R, kd):
         xp = F.xp_of(k)
         if cuts is None:  # only in simulation, where kernels do not run
             raise RuntimeError("split without key ranges")
-        pos = [0] + [int(x) for x in _host(xp.searchsorted(k, xp.asarray(cuts, dtype=k.dtype), side="left"))] + [len(k)]
-        return [{"k": k[pos[r]:pos[r + 1]].copy(), "v": v[pos[r]:pos[r + 1]].copy()} for r in range(R)], None
+        pos = (
+            [0]
+            + [int(x) for x in _host(xp.searchsorted(k, xp.asarray(cuts, dtype=k.dtype), side="left"))]
+            + [len(k)]
+        )
+        return [
+            {"k": k[pos[r] : pos[r + 1]].copy(), "v": v[pos[r] : pos[r + 1]].copy()} for r in range(R)
+        ], None
+
     return kernel
 
 
@@ -549,6 +666,7 @@ def _merge_kernel(op):
         starts = F.segment_starts(k)
         off = xp.concatenate([starts, xp.asarray([len(k)])]).astype(np.int64)
         return [{"k": k[starts], "off": off, "v": v}], None
+
     return kernel
 
 

@@ -67,15 +67,19 @@ class MemoryManager:
 
     def evictable(self, exclude: set[int] = frozenset()) -> list[int]:
         """Unlocked resident partitions in LRU order (oldest first)."""
-        c = [(e.tick, pid) for pid, e in self.entries.items()
-             if e.state == "resident" and e.locks == 0 and e.out is None and pid not in exclude]
+        c = [
+            (e.tick, pid)
+            for pid, e in self.entries.items()
+            if e.state == "resident" and e.locks == 0 and e.out is None and pid not in exclude
+        ]
         return [pid for _, pid in sorted(c)]
 
     # commands
     def reserve(self, pid: int, nbytes: int, state: str) -> None:
         assert pid not in self.entries, f"partition {pid} already on the device"
         assert self.used + nbytes <= self.capacity, (
-            f"memory manager: {self.used} + {nbytes} B exceeds capacity {self.capacity} B")
+            f"memory manager: {self.used} + {nbytes} B exceeds capacity {self.capacity} B"
+        )
         self.entries[pid] = Entry(nbytes, state, tick=self._next())
         self.used += nbytes
         self.peak = max(self.peak, self.used)

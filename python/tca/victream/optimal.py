@@ -81,11 +81,21 @@ class _Recorder(Simulation):
 
 
 def _context(case: Case, scheduler: str) -> Context:
-    return Context(devices=case.devices, mode="sim", device_memory=case.capacity, scheduler=scheduler,
-                   # 1 % slack so that rounding to whole rows gives exactly the case's partition count
-                   partition_size=int(case.partition_bytes * 1.01), load_threshold=case.load_threshold,
-                   swap_threshold=case.swap_threshold, bus_bandwidth="6377MB/s", file_read="2482MB/s",
-                   file_write="1680MB/s", kernel_bandwidth="100GB/s", flops=1.17e12)
+    return Context(
+        devices=case.devices,
+        mode="sim",
+        device_memory=case.capacity,
+        scheduler=scheduler,
+        # 1 % slack so that rounding to whole rows gives exactly the case's partition count
+        partition_size=int(case.partition_bytes * 1.01),
+        load_threshold=case.load_threshold,
+        swap_threshold=case.swap_threshold,
+        bus_bandwidth="6377MB/s",
+        file_read="2482MB/s",
+        file_write="1680MB/s",
+        kernel_bandwidth="100GB/s",
+        flops=1.17e12,
+    )
 
 
 def _inputs(case: Case):
@@ -112,11 +122,18 @@ def _key(sim: Simulation, bi: int, g: int):
     core, now = sim.core, sim.now
     heap = tuple(sorted((t - now, kind, args) for t, _, kind, args in sim._heap))
     busy = tuple(sorted((k, v - now) for k, v in sim.busy_until.items() if v > now))
-    mems = tuple(tuple((pid, e.nbytes, e.state, e.locks, e.out)
-                       for pid, e in sorted(m.entries.items(), key=lambda kv: kv[1].tick)) for m in core.mem)
+    mems = tuple(
+        tuple(
+            (pid, e.nbytes, e.state, e.locks, e.out)
+            for pid, e in sorted(m.entries.items(), key=lambda kv: kv[1].tick)
+        )
+        for m in core.mem
+    )
     states = tuple(sorted(core.state.items()))
     queued = tuple(tuple(q) for q in core.queued)
-    pf = tuple(None if p is None else (p.sid, tuple(p.waiting), tuple(sorted(p.loading))) for p in core.prefetch)
+    pf = tuple(
+        None if p is None else (p.sid, tuple(p.waiting), tuple(sorted(p.loading))) for p in core.prefetch
+    )
     hosts = tuple(sorted((pid, ps.host, ps.dead, ps.nbytes) for pid, ps in core.parts.items()))
     return (bi, g, heap, busy, mems, states, queued, pf, hosts, tuple(sorted(core._passed)))
 

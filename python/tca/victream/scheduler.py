@@ -109,8 +109,14 @@ class _Prefetch:
 class Core:
     """Scheduler, memory managers and DAG bookkeeping for ``len(capacities)`` devices."""
 
-    def __init__(self, capacities: list[int], policy: str = "victream", load_threshold: float = 0.7,
-                 swap_threshold: float = 0.5, ptask_wait_ps: int = 2_000_000_000):
+    def __init__(
+        self,
+        capacities: list[int],
+        policy: str = "victream",
+        load_threshold: float = 0.7,
+        swap_threshold: float = 0.5,
+        ptask_wait_ps: int = 2_000_000_000,
+    ):
         if policy not in POLICIES and policy != "oracle":
             raise TcaError(f"unknown scheduler '{policy}' (expected one of: {', '.join(POLICIES)})")
         if not capacities:
@@ -193,7 +199,9 @@ class Core:
         """Adds a batch of partitions and subtasks from the DAG analyzer."""
         for p in batch.partitions:
             if p.pid not in self.parts:
-                self.parts[p.pid] = PartState(p.nbytes, p.source, None, p.label, persistent=p.source is not None or p.persist)
+                self.parts[p.pid] = PartState(
+                    p.nbytes, p.source, None, p.label, persistent=p.source is not None or p.persist
+                )
         self.hold(batch.hold)
         for st in batch.subtasks:
             self.subtasks[st.sid] = st
@@ -268,8 +276,10 @@ class Core:
             mem.set_state(o, "resident")
             if sizes and o in sizes:
                 if sizes[o] > self.parts[o].nbytes:
-                    raise TcaError(f"subtask {st.name} produced {sizes[o]} B for an output reserved "
-                                   f"at {self.parts[o].nbytes} B; give MM(output_size=...)")
+                    raise TcaError(
+                        f"subtask {st.name} produced {sizes[o]} B for an output reserved "
+                        f"at {self.parts[o].nbytes} B; give MM(output_size=...)"
+                    )
                 mem.resize(o, sizes[o])
                 self.parts[o].nbytes = sizes[o]
             mem.unlock(o)
@@ -346,8 +356,10 @@ class Core:
         need = sum(self.parts[p].nbytes for p in to_load) + sum(self.parts[o].nbytes for o in st.outputs)
         held = sum(self.parts[p].nbytes for p in ins if p not in to_load and mem.state(p) != "future")
         if need + held > mem.capacity:
-            raise TcaError(f"subtask {st.name} needs {need + held} B of device memory, more than the "
-                           f"device capacity of {mem.capacity} B; use smaller partitions")
+            raise TcaError(
+                f"subtask {st.name} needs {need + held} B of device memory, more than the "
+                f"device capacity of {mem.capacity} B; use smaller partitions"
+            )
         avail = mem.free + mem.evicting
         victims = []
         for v in mem.evictable(set(ins)):

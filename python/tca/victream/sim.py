@@ -116,7 +116,9 @@ class Simulation:
                 return None
             deadline = core.poll_timeout()
             if not self._heap and deadline is None:
-                raise RuntimeError(f"simulation stalled: nothing in flight and {core.pending} subtasks pending")
+                raise RuntimeError(
+                    f"simulation stalled: nothing in flight and {core.pending} subtasks pending"
+                )
             if deadline is not None and (not self._heap or deadline < self._heap[0][0]):
                 self.now = max(self.now, deadline)
                 core.handle_timeout(self.now)

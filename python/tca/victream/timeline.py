@@ -16,23 +16,32 @@ def plot(summaries, path: str | Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(summaries), 1, figsize=(9, 1.2 + 1.1 * len(summaries[0].devices) * len(summaries)),
-                             squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(summaries),
+        1,
+        figsize=(9, 1.2 + 1.1 * len(summaries[0].devices) * len(summaries)),
+        squeeze=False,
+        sharex=True,
+    )
     for ax, s in zip(axes[:, 0], summaries, strict=True):
         labels = []
         y = 0
         for g, d in enumerate(s.devices):
             for lane in LANES:
-                spans = [(sp.start_ps / 1e12, (sp.end_ps - sp.start_ps) / 1e12)
-                         for sp in s.spans if sp.device == g and sp.lane == lane]
+                spans = [
+                    (sp.start_ps / 1e12, (sp.end_ps - sp.start_ps) / 1e12)
+                    for sp in s.spans
+                    if sp.device == g and sp.lane == lane
+                ]
                 ax.broken_barh(spans, (y + 0.1, 0.8), color=COLORS[lane])
                 labels.append(f"{d.name} {lane}")
                 y += 1
         ax.set_yticks([i + 0.5 for i in range(y)], labels, fontsize=7)
         ax.set_ylim(0, y)
         ax.invert_yaxis()
-        ax.set_title(f"{s.scheduler}: {s.elapsed_s:.3f} s, swap {(s.swap_in + s.swap_out) / 2**20:.0f} MiB",
-                     fontsize=9)
+        ax.set_title(
+            f"{s.scheduler}: {s.elapsed_s:.3f} s, swap {(s.swap_in + s.swap_out) / 2**20:.0f} MiB", fontsize=9
+        )
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("time (s)")
     fig.suptitle(title, fontsize=10)

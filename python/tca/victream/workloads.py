@@ -71,6 +71,7 @@ def logreg_program(ctx, inp: Inputs):
     data = _source(ctx, inp, "data", "dense")
     w = np.zeros(d, dtype=np.float32)
     for _ in range(inp.params["iterations"]):
+
         def margins(x, w=w):
             return x[:, :d] @ xp_of(x).asarray(w)
 
@@ -147,7 +148,7 @@ def box_blur(tile, info):
     acc = xp.zeros((rows, width), dtype=tile.dtype)
     for dy in range(3):
         for dx in range(3):
-            acc += t[dy:dy + rows, dx:dx + width]
+            acc += t[dy : dy + rows, dx : dx + width]
     return acc / 9.0
 
 
@@ -163,7 +164,7 @@ def blur_reference(inp: Inputs):
     for _ in range(inp.params["iterations"]):
         p = np.pad(img, 1, mode="edge")
         h, w = img.shape
-        img = sum(p[dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)) / 9.0
+        img = sum(p[dy : dy + h, dx : dx + w] for dy in range(3) for dx in range(3)) / 9.0
         img = img.astype(np.float32)
     return img
 
@@ -174,8 +175,10 @@ def matmul_inputs(data_bytes: int, seed: int = 1, real: bool = True, iterations:
     arrays = None
     if real:
         rng = np.random.default_rng(seed)
-        arrays = {"a": rng.standard_normal((n, n), dtype=np.float32),
-                  "b": (rng.standard_normal((n, n), dtype=np.float32) / np.float32(n ** 0.5))}
+        arrays = {
+            "a": rng.standard_normal((n, n), dtype=np.float32),
+            "b": (rng.standard_normal((n, n), dtype=np.float32) / np.float32(n**0.5)),
+        }
     return Inputs("matmul", {"a": (n, n), "b": (n, n)}, arrays, {"iterations": iterations})
 
 
@@ -208,9 +211,12 @@ def pansharpen_inputs(data_bytes: int, seed: int = 1, real: bool = True, scale: 
     if real:
         rng = np.random.default_rng(seed)
         scene = rng.random((h // scale, w // scale), dtype=np.float32)
-        arrays = {f"ms{k}": (0.2 + 0.6 * scene * (0.7 + 0.1 * k) + 0.05 * rng.random(scene.shape,
-                                                                                        dtype=np.float32)).astype(np.float32)
-                  for k in range(BANDS)}
+        arrays = {
+            f"ms{k}": (
+                0.2 + 0.6 * scene * (0.7 + 0.1 * k) + 0.05 * rng.random(scene.shape, dtype=np.float32)
+            ).astype(np.float32)
+            for k in range(BANDS)
+        }
         fine = np.repeat(np.repeat(scene, scale, 0), scale, 1)
         arrays["pan"] = np.clip(fine + 0.1 * rng.random((h, w), dtype=np.float32), 0, None).astype(np.float32)
     return Inputs("pansharpen", shapes, arrays, {"scale": scale, "shift": shift})
@@ -220,6 +226,7 @@ def _upsample(scale):
     def f(band):  # nearest-neighbour upsampling by ``scale`` in both directions
         xp = xp_of(band)
         return xp.repeat(xp.repeat(band, scale, axis=0), scale, axis=1)
+
     return f
 
 
@@ -232,14 +239,21 @@ def _align(shift):
             idx = xp.minimum(idx, info.halo_top + rows - 1)
         out = tile[idx]
         return xp.concatenate([out[:, shift:], xp.repeat(out[:, -1:], shift, axis=1)], axis=1)
+
     return f
 
 
 def _moments(a, b=None):
     xp = xp_of(a)
     b = a if b is None else b
-    return xp.stack([a.sum(dtype=xp.float64), b.sum(dtype=xp.float64), (a * b).sum(dtype=xp.float64),
-                     xp.asarray(float(a.size), dtype=xp.float64)])
+    return xp.stack(
+        [
+            a.sum(dtype=xp.float64),
+            b.sum(dtype=xp.float64),
+            (a * b).sum(dtype=xp.float64),
+            xp.asarray(float(a.size), dtype=xp.float64),
+        ]
+    )
 
 
 def pansharpen_program(ctx, inp: Inputs):
@@ -267,7 +281,7 @@ def pansharpen_program(ctx, inp: Inputs):
         cov = [ps] * BANDS
     p_mean, p_std = _mean_std(ps)
     i_mean, i_std = _mean_std(is_)
-    gains = [_cov(c) / max(i_std ** 2, 1e-12) for c in cov]
+    gains = [_cov(c) / max(i_std**2, 1e-12) for c in cov]
     # intensity matching (1) and substitution (1)
     a_, b_ = np.float32(i_std / max(p_std, 1e-12)), np.float32(i_mean - p_mean * i_std / max(p_std, 1e-12))
     matched = pan.map(lambda p: p * a_ + b_)
@@ -311,18 +325,33 @@ def pansharpen_reference(inp: Inputs):
     out = []
     for k in range(BANDS):
         a64, i64 = al[k].astype(np.float64), intensity.astype(np.float64)
-        g = np.float32(((a64 * i64).mean() - a64.mean() * i64.mean()) / i_std ** 2)
+        g = np.float32(((a64 * i64).mean() - a64.mean() * i64.mean()) / i_std**2)
         out.append(np.clip(al[k] + g * detail, 0.0, 1.0))
     return np.stack(out)
 
 
 # ------------------------------------------------------------------ registry
-INPUTS = {"logreg": logreg_inputs, "sort": sort_inputs, "blur": blur_inputs, "matmul": matmul_inputs,
-          "pansharpen": pansharpen_inputs}
-PROGRAMS = {"logreg": logreg_program, "sort": sort_program, "blur": blur_program, "matmul": matmul_program,
-            "pansharpen": pansharpen_program}
-REFERENCES = {"logreg": logreg_reference, "sort": sort_reference, "blur": blur_reference,
-              "matmul": matmul_reference, "pansharpen": pansharpen_reference}
+INPUTS = {
+    "logreg": logreg_inputs,
+    "sort": sort_inputs,
+    "blur": blur_inputs,
+    "matmul": matmul_inputs,
+    "pansharpen": pansharpen_inputs,
+}
+PROGRAMS = {
+    "logreg": logreg_program,
+    "sort": sort_program,
+    "blur": blur_program,
+    "matmul": matmul_program,
+    "pansharpen": pansharpen_program,
+}
+REFERENCES = {
+    "logreg": logreg_reference,
+    "sort": sort_reference,
+    "blur": blur_reference,
+    "matmul": matmul_reference,
+    "pansharpen": pansharpen_reference,
+}
 
 
 def make_inputs(name: str, data_bytes: int, seed: int = 1, real: bool = True, **kw) -> Inputs:
