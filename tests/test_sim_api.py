@@ -162,3 +162,27 @@ def test_python_example_runs_in_under_a_second():
     ).stdout
     assert time.perf_counter() - start < 1.0 + 0.5  # the program, plus interpreter start-up slack
     assert "GPU-GPU DMA ping-pong, 8 B:" in out
+
+
+def test_remote_read_by_proxy_write_returns_the_right_bytes():
+    def program(ctx):
+        mine = ctx.malloc(512, "gpu")
+        peers = ctx.exchange(mine)
+        ctx.write(mine, 0, bytes([ctx.rank + 10]) * 512)
+        ctx.barrier()
+        if ctx.rank == 0:
+            d = Desc()  # destination here, source on node 1: a read, done by proxy write
+            d.set_memcpy(mine, 0, peers[1], 0, 512, DMA_NOTIFY_SELF, 0, 1)
+            ctx.desc_set(d, 0)
+            start = ctx.wtime()
+            ctx.start_dma(0)
+            ctx.wait_dma_recv(mine, 0, 1)
+            took = ctx.wtime() - start
+            ctx.barrier()
+            return ctx.read(mine, 0, 512), took
+        ctx.barrier()
+        return None
+
+    data, took = tca.sim.run(PLATFORM, 2, program)[0]
+    assert data == bytes([11]) * 512
+    assert took > 3e-6  # includes the responder's interrupt handling

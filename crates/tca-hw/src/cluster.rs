@@ -40,8 +40,8 @@ pub enum DmaMode {
 #[derive(Debug, Clone)]
 pub struct JobEntry {
     pub descriptor: Descriptor,
-    /// Global address of the notification word, if the entry notifies.
-    pub notify: Option<u64>,
+    /// Global addresses of the status words written, in order, once the entry's data is sent.
+    pub notify: Vec<u64>,
 }
 
 /// A descriptor chain as one channel executes it.
@@ -51,6 +51,8 @@ pub struct DmaJob {
     pub entries: Vec<JobEntry>,
     /// Host-memory offset of the descriptor table on the issuing node (chaining mode).
     pub table_offset: u64,
+    /// The caller's name for this job, echoed in its outputs.
+    pub id: u64,
 }
 
 /// What became true at a virtual time.
@@ -58,30 +60,21 @@ pub struct DmaJob {
 pub enum Output {
     /// `len` bytes of entry `entry` of the job on (`node`, `channel`) are visible at `dst`;
     /// they came from `src` (global addresses).
-    DmaLanded {
-        node: u32,
-        channel: u8,
-        entry: usize,
-        src: u64,
-        dst: u64,
-        len: u64,
-    },
+    DmaLanded { job: u64, node: u32, channel: u8, entry: usize, src: u64, dst: u64, len: u64 },
     /// The notification word of an entry is visible at `dst`.
     NotifyLanded {
+        job: u64,
         node: u32,
         channel: u8,
         entry: usize,
+        /// Which of the entry's status words.
+        index: usize,
         dst: u64,
     },
     /// `len` bytes of PIO operation `id` are visible at `dst`, `offset` bytes into the operation.
-    PioLanded {
-        id: u64,
-        dst: u64,
-        offset: u64,
-        len: u64,
-    },
+    PioLanded { id: u64, dst: u64, offset: u64, len: u64 },
     /// The channel's last TLP has left the chip: its status register reads "done".
-    ChannelDone { node: u32, channel: u8 },
+    ChannelDone { job: u64, node: u32, channel: u8 },
 }
 
 /// A cluster the model cannot be built for, or an input it cannot take.
@@ -116,10 +109,7 @@ pub struct Cluster {
 impl Cluster {
     /// Builds the nodes, cables and routing tables of `platform`.
     pub fn new(platform: &Platform) -> Self {
-        Cluster {
-            sim: Simulation::new(),
-            model: ClusterModel::new(platform),
-        }
+        Cluster { sim: Simulation::new(), model: ClusterModel::new(platform) }
     }
 
     /// Current virtual time.
@@ -158,10 +148,7 @@ impl Cluster {
 
     fn check(&self, at: SimTime, node: u32) -> Result<(), ClusterError> {
         if at < self.sim.now() {
-            return Err(ClusterError::InThePast {
-                at,
-                now: self.sim.now(),
-            });
+            return Err(ClusterError::InThePast { at, now: self.sim.now() });
         }
         let nodes = self.model.nodes.len() as u32;
         if node >= nodes {
@@ -175,29 +162,17 @@ impl Cluster {
     /// # Errors
     /// Unknown node or channel, a busy channel, an empty job, too many requests for register
     /// mode, a source not on `node`, an unmapped destination.
-    pub fn kick(
-        &mut self,
-        at: SimTime,
-        node: u32,
-        channel: u8,
-        job: DmaJob,
-    ) -> Result<(), ClusterError> {
+    pub fn kick(&mut self, at: SimTime, node: u32, channel: u8, job: DmaJob) -> Result<(), ClusterError> {
         self.check(at, node)?;
         let p = &self.model.peach;
         if channel as u32 >= p.dma_channels {
-            return Err(ClusterError::NoSuchChannel {
-                channel,
-                channels: p.dma_channels,
-            });
+            return Err(ClusterError::NoSuchChannel { channel, channels: p.dma_channels });
         }
         if job.entries.is_empty() {
             return Err(ClusterError::EmptyJob);
         }
         if job.mode == DmaMode::Register && job.entries.len() > p.register_slots as usize {
-            return Err(ClusterError::TooManyForRegisters {
-                slots: p.register_slots,
-                count: job.entries.len(),
-            });
+            return Err(ClusterError::TooManyForRegisters { slots: p.register_slots, count: job.entries.len() });
         }
         let map = &self.model.map;
         for e in &job.entries {
@@ -209,11 +184,9 @@ impl Cluster {
                 }
             }
             let last_dst = d.dst + (d.count as u64 - 1) * d.dst_pitch as u64 + d.length as u64 - 1;
-            for addr in [d.dst, last_dst].into_iter().chain(e.notify) {
+            for addr in [d.dst, last_dst].into_iter().chain(e.notify.iter().copied()) {
                 let dst_node = map.node_of(addr).ok_or(ClusterError::Unmapped { addr })?;
-                if dst_node >= self.model.nodes.len() as u32
-                    || map.target(addr - map.node_base(dst_node)).is_none()
-                {
+                if dst_node >= self.model.nodes.len() as u32 || map.target(addr - map.node_base(dst_node)).is_none() {
                     return Err(ClusterError::Unmapped { addr });
                 }
             }
@@ -231,27 +204,17 @@ impl Cluster {
     ///
     /// # Errors
     /// Unknown node; `dst` outside the window or the platform's nodes.
-    pub fn pio(
-        &mut self,
-        at: SimTime,
-        node: u32,
-        dst: u64,
-        len: u64,
-        id: u64,
-    ) -> Result<(), ClusterError> {
+    pub fn pio(&mut self, at: SimTime, node: u32, dst: u64, len: u64, id: u64) -> Result<(), ClusterError> {
         self.check(at, node)?;
         let map = &self.model.map;
         let end = dst + len.max(1) - 1;
         for addr in [dst, end] {
             match map.node_of(addr) {
-                Some(n)
-                    if n < self.model.nodes.len() as u32
-                        && map.target(addr - map.node_base(n)).is_some() => {}
+                Some(n) if n < self.model.nodes.len() as u32 && map.target(addr - map.node_base(n)).is_some() => {}
                 _ => return Err(ClusterError::Unmapped { addr }),
             }
         }
-        self.sim
-            .schedule_at(at, Ev::CpuStore { node, dst, len, id });
+        self.sim.schedule_at(at, Ev::CpuStore { node, dst, len, id });
         Ok(())
     }
 
@@ -264,12 +227,7 @@ impl Cluster {
 
     /// As [`Cluster::poll_register`], but the best over `measurements` poll loops whose phases
     /// differ by `1/measurements` of a round trip (a benchmark keeping its best run).
-    pub fn poll_register_best_of(
-        &self,
-        start: SimTime,
-        done: SimTime,
-        measurements: u64,
-    ) -> SimTime {
+    pub fn poll_register_best_of(&self, start: SimTime, done: SimTime, measurements: u64) -> SimTime {
         (0..measurements)
             .map(|k| self.model.poll_register(start, done, k, measurements))
             .min()
@@ -333,38 +291,13 @@ enum Dest {
 
 #[derive(Debug, Clone, Copy)]
 enum Purpose {
-    Kick {
-        channel: u8,
-    },
-    DescriptorFetch {
-        channel: u8,
-        index: usize,
-    },
-    DataRead {
-        channel: u8,
-        request: usize,
-    },
-    Completion {
-        channel: u8,
-        of: Completes,
-        bytes: u64,
-        last: bool,
-    },
-    DataWrite {
-        channel: u8,
-        entry: usize,
-        src: u64,
-        last: bool,
-    },
-    NotifyWrite {
-        channel: u8,
-        entry: usize,
-        last: bool,
-    },
-    Pio {
-        id: u64,
-        offset: u64,
-    },
+    Kick { channel: u8 },
+    DescriptorFetch { channel: u8, index: usize },
+    DataRead { channel: u8, request: usize },
+    Completion { channel: u8, of: Completes, bytes: u64, last: bool },
+    DataWrite { job: u64, channel: u8, entry: usize, src: u64, last: bool },
+    NotifyWrite { job: u64, channel: u8, entry: usize, index: usize, last: bool },
+    Pio { id: u64, offset: u64 },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -446,6 +379,8 @@ struct Channel {
     next_request: usize,
     outstanding: u32,
     decoded: Vec<SimTime>,
+    /// The caller's id of the job.
+    job: u64,
 }
 
 impl Channel {
@@ -455,6 +390,7 @@ impl Channel {
             chaining: job.mode == DmaMode::Chaining,
             table: node_base + job.table_offset,
             decoded: vec![SimTime::MAX; job.entries.len()],
+            job: job.id,
             entries: job.entries,
             ..Channel::default()
         };
@@ -483,12 +419,7 @@ impl ClusterModel {
         let map = AddressMap::new(&p.address_map, gpus);
         let mut hops: Vec<Hop> = Vec::new();
         let add = |hops: &mut Vec<Hop>, server: Server, link: Option<LinkSpec>, name: String| {
-            hops.push(Hop {
-                server,
-                link,
-                name,
-                track: None,
-            });
+            hops.push(Hop { server, link, name, track: None });
             hops.len() - 1
         };
         let mut nodes = Vec::new();
@@ -506,18 +437,9 @@ impl ClusterModel {
                 Some(p.host_link.clone()),
                 pre("root complex -> N port"),
             );
-            let cpu = add(
-                &mut hops,
-                Server::latency_only(p.host.mmio_latency),
-                None,
-                pre("CPU core <-> root port"),
-            );
-            let p2p = add(
-                &mut hops,
-                Server::latency_only(p.host.p2p_latency),
-                None,
-                pre("integrated switch (peer-to-peer)"),
-            );
+            let cpu = add(&mut hops, Server::latency_only(p.host.mmio_latency), None, pre("CPU core <-> root port"));
+            let p2p =
+                add(&mut hops, Server::latency_only(p.host.p2p_latency), None, pre("integrated switch (peer-to-peer)"));
             let p2p_read = add(
                 &mut hops,
                 Server::with_bandwidth(p.host.p2p_read_bandwidth, p.host.p2p_latency),
@@ -525,12 +447,7 @@ impl ClusterModel {
                 pre("integrated switch (peer-to-peer read completions)"),
             );
             let qpi = |hops: &mut Vec<Hop>, name: &str| {
-                add(
-                    hops,
-                    Server::with_bandwidth(p.host.qpi_bandwidth, p.host.qpi_latency),
-                    None,
-                    pre(name),
-                )
+                add(hops, Server::with_bandwidth(p.host.qpi_bandwidth, p.host.qpi_latency), None, pre(name))
             };
             let qpi_out = qpi(&mut hops, "QPI socket 0 -> 1");
             let qpi_in = qpi(&mut hops, "QPI socket 1 -> 0");
@@ -550,33 +467,16 @@ impl ClusterModel {
                 );
             }
             nodes.push(NodeHw {
-                hops: NodeHops {
-                    n_up,
-                    n_down,
-                    cpu,
-                    p2p,
-                    p2p_read,
-                    qpi_out,
-                    qpi_in,
-                    gpu0,
-                    cables: [None; 4],
-                },
+                hops: NodeHops { n_up, n_down, cpu, p2p, p2p_read, qpi_out, qpi_in, gpu0, cables: [None; 4] },
                 router: Router::for_node(&map, n, &[]),
                 host_memory: Server::with_bandwidth(p.host.inbound_bandwidth, SimTime::ZERO),
-                gpu_read: (0..gpus)
-                    .map(|_| Server::with_bandwidth(p.gpu.read_bandwidth, SimTime::ZERO))
-                    .collect(),
-                channels: (0..p.peach2.dma_channels)
-                    .map(|_| Channel::default())
-                    .collect(),
+                gpu_read: (0..gpus).map(|_| Server::with_bandwidth(p.gpu.read_bandwidth, SimTime::ZERO)).collect(),
+                channels: (0..p.peach2.dma_channels).map(|_| Channel::default()).collect(),
                 channel_tracks: vec![None; p.peach2.dma_channels as usize],
             });
         }
         for cable in &p.cables {
-            for (from, port, to) in [
-                (cable.a, cable.a_port, cable.b),
-                (cable.b, cable.b_port, cable.a),
-            ] {
+            for (from, port, to) in [(cable.a, cable.a_port, cable.b), (cable.b, cable.b_port, cable.a)] {
                 let hop = add(
                     &mut hops,
                     Server::for_link(&p.cable_link),
@@ -618,13 +518,9 @@ impl ClusterModel {
 
     fn poll_register(&self, start: SimTime, done: SimTime, k: u64, of: u64) -> SimTime {
         let link = &self.host_link;
-        let down = self.host.mmio_latency
-            + link.serialization(link.wire_bytes(TlpKind::MemRead, 0, 0))
-            + link.latency;
+        let down = self.host.mmio_latency + link.serialization(link.wire_bytes(TlpKind::MemRead, 0, 0)) + link.latency;
         let sample = self.peach.cycles(self.peach.register_read_cycles);
-        let up = link.serialization(link.wire_bytes(TlpKind::Completion, 0, 4))
-            + link.latency
-            + self.host.mmio_latency;
+        let up = link.serialization(link.wire_bytes(TlpKind::Completion, 0, 4)) + link.latency + self.host.mmio_latency;
         let rtt = (down + sample + up).as_ps();
         let first_sample = start.as_ps() + k * rtt / of + (down + sample).as_ps();
         let reads = done.as_ps().saturating_sub(first_sample).div_ceil(rtt);
@@ -655,16 +551,10 @@ impl ClusterModel {
         let h = &self.nodes[node as usize].hops;
         match target {
             Target::Host(_) => ([h.n_up, 0, 0, 0, 0], 1, Dest::HostMemory(node)),
-            Target::Gpu(g, _) if self.gpu_sockets[g as usize] != 0 => (
-                [h.n_up, h.p2p, h.qpi_out, h.gpu0 + 2 * g as usize, 0],
-                4,
-                Dest::Gpu(node, g),
-            ),
-            Target::Gpu(g, _) => (
-                [h.n_up, h.p2p, h.gpu0 + 2 * g as usize, 0, 0],
-                3,
-                Dest::Gpu(node, g),
-            ),
+            Target::Gpu(g, _) if self.gpu_sockets[g as usize] != 0 => {
+                ([h.n_up, h.p2p, h.qpi_out, h.gpu0 + 2 * g as usize, 0], 4, Dest::Gpu(node, g))
+            }
+            Target::Gpu(g, _) => ([h.n_up, h.p2p, h.gpu0 + 2 * g as usize, 0, 0], 3, Dest::Gpu(node, g)),
         }
     }
 
@@ -693,10 +583,7 @@ impl ClusterModel {
         // subtracted, seed 000 §3.4) only picks the target behind N.
         let (path, len, dest) = match self.nodes[node as usize].router.route(addr) {
             Ok(Route::Host(local)) => {
-                let target = self
-                    .map
-                    .target(local)
-                    .expect("checked when the input was taken");
+                let target = self.map.target(local).expect("checked when the input was taken");
                 self.path_to_target(node, target)
             }
             Ok(Route::Forward(port)) => {
@@ -738,33 +625,14 @@ impl ClusterModel {
                 TlpKind::MemRead => format!("MRd {} B", t.read_len),
                 TlpKind::Completion => format!("CplD {} B", t.payload),
             };
-            ctx.span(
-                track,
-                &label,
-                tx.start,
-                tx.end.max(tx.start + SimTime::from_ps(1)),
-            );
+            ctx.span(track, &label, tx.start, tx.end.max(tx.start + SimTime::from_ps(1)));
         }
         // The job ends when its last TLP has left the chip that issued it.
         if at == 0 && !t.forwarded {
-            if let Purpose::DataWrite {
-                channel,
-                last: true,
-                ..
-            }
-            | Purpose::NotifyWrite {
-                channel,
-                last: true,
-                ..
-            } = t.purpose
+            if let Purpose::DataWrite { channel, last: true, .. } | Purpose::NotifyWrite { channel, last: true, .. } =
+                t.purpose
             {
-                ctx.schedule_at(
-                    tx.end,
-                    Ev::JobSent {
-                        node: t.origin,
-                        channel,
-                    },
-                );
+                ctx.schedule_at(tx.end, Ev::JobSent { node: t.origin, channel });
             }
         }
         self.tlps[id].as_mut().expect("live TLP").at += 1;
@@ -779,9 +647,7 @@ impl ClusterModel {
         };
         match (dest, kind) {
             (Dest::Chip(node), TlpKind::MemWrite) if self.is_kick(id) => {
-                let Purpose::Kick { channel } = self.tlp(id).purpose else {
-                    unreachable!()
-                };
+                let Purpose::Kick { channel } = self.tlp(id).purpose else { unreachable!() };
                 self.release(id);
                 let delay = self.peach.cycles(self.peach.dma_start_cycles);
                 ctx.schedule_in(delay, Ev::JobStart { node, channel });
@@ -828,28 +694,17 @@ impl ClusterModel {
             _ => unreachable!("only DMA reads are served"),
         };
         let (path, path_len) = self.path_to_chip(t.dest);
-        let chunks: Vec<u64> = split_completions(
-            t.addr,
-            t.read_len,
-            self.host_link.read_completion_boundary,
-            self.host_link.max_payload,
-        )
-        .collect();
+        let chunks: Vec<u64> =
+            split_completions(t.addr, t.read_len, self.host_link.read_completion_boundary, self.host_link.max_payload)
+                .collect();
         let n = chunks.len();
         for (i, bytes) in chunks.into_iter().enumerate() {
             let ready = match t.dest {
                 Dest::HostMemory(node) => {
-                    self.nodes[node as usize]
-                        .host_memory
-                        .transmit(now, bytes)
-                        .end
-                        + self.host.memory_read_latency
+                    self.nodes[node as usize].host_memory.transmit(now, bytes).end + self.host.memory_read_latency
                 }
                 Dest::Gpu(node, g) => {
-                    self.nodes[node as usize].gpu_read[g as usize]
-                        .transmit(now, bytes)
-                        .end
-                        + self.gpu_read_latency
+                    self.nodes[node as usize].gpu_read[g as usize].transmit(now, bytes).end + self.gpu_read_latency
                 }
                 Dest::Chip(_) => unreachable!(),
             };
@@ -864,12 +719,7 @@ impl ClusterModel {
                 at: 0,
                 dest: Dest::Chip(origin),
                 origin,
-                purpose: Purpose::Completion {
-                    channel,
-                    of,
-                    bytes,
-                    last: i + 1 == n,
-                },
+                purpose: Purpose::Completion { channel, of, bytes, last: i + 1 == n },
                 forwarded: false,
             });
             ctx.schedule_at(ready, Ev::Hop(c));
@@ -889,14 +739,7 @@ impl ClusterModel {
             let mut at = SimTime::ZERO;
             for index in 0..ch.entries.len() {
                 at += step;
-                ctx.schedule_in(
-                    at,
-                    Ev::DescriptorReady {
-                        node,
-                        channel,
-                        index,
-                    },
-                );
+                ctx.schedule_in(at, Ev::DescriptorReady { node, channel, index });
             }
         }
     }
@@ -912,13 +755,7 @@ impl ClusterModel {
             ch.outstanding += 1;
             let addr = ch.table + index as u64 * self.peach.descriptor_bytes;
             let bytes = self.peach.descriptor_bytes;
-            self.issue_read(
-                ctx,
-                node,
-                addr,
-                bytes,
-                Purpose::DescriptorFetch { channel, index },
-            );
+            self.issue_read(ctx, node, addr, bytes, Purpose::DescriptorFetch { channel, index });
         }
         loop {
             let ch = &mut self.nodes[node as usize].channels[channel as usize];
@@ -934,19 +771,9 @@ impl ClusterModel {
     }
 
     /// A read request from the chip of `node` to its own memory (global address).
-    fn issue_read(
-        &mut self,
-        ctx: &mut Context<'_, Ev>,
-        node: u32,
-        addr: u64,
-        len: u64,
-        purpose: Purpose,
-    ) {
+    fn issue_read(&mut self, ctx: &mut Context<'_, Ev>, node: u32, addr: u64, len: u64, purpose: Purpose) {
         let local = addr - self.map.node_base(node);
-        let target = self
-            .map
-            .target(local)
-            .expect("sources are checked to be local and mapped");
+        let target = self.map.target(local).expect("sources are checked to be local and mapped");
         let (path, path_len, dest) = self.path_to_target(node, target);
         let id = self.alloc(Tlp {
             kind: TlpKind::MemRead,
@@ -965,40 +792,19 @@ impl ClusterModel {
     }
 
     fn completion_at_chip(&mut self, ctx: &mut Context<'_, Ev>, node: u32, purpose: Purpose) {
-        let Purpose::Completion {
-            channel,
-            of,
-            bytes,
-            last,
-        } = purpose
-        else {
-            unreachable!()
-        };
+        let Purpose::Completion { channel, of, bytes, last } = purpose else { unreachable!() };
         match of {
             Completes::Descriptor(index) => {
                 self.nodes[node as usize].channels[channel as usize].outstanding -= 1;
                 let delay = self.peach.cycles(self.peach.descriptor_cycles);
-                ctx.schedule_in(
-                    delay,
-                    Ev::DescriptorReady {
-                        node,
-                        channel,
-                        index,
-                    },
-                );
+                ctx.schedule_in(delay, Ev::DescriptorReady { node, channel, index });
                 self.pump(ctx, node, channel);
             }
             Completes::Request(r) => self.data_arrived(ctx, node, channel, r, bytes, last),
         }
     }
 
-    fn descriptor_ready(
-        &mut self,
-        ctx: &mut Context<'_, Ev>,
-        node: u32,
-        channel: u8,
-        index: usize,
-    ) {
+    fn descriptor_ready(&mut self, ctx: &mut Context<'_, Ev>, node: u32, channel: u8, index: usize) {
         let mrrs = self.host_link.max_read_request;
         let ch = &mut self.nodes[node as usize].channels[channel as usize];
         ch.decoded[index] = ctx.now();
@@ -1044,7 +850,8 @@ impl ClusterModel {
         req.received += bytes;
         let entry = req.entry;
         let entry_done = last_chunk && req.last_of_entry;
-        let notify = ch.entries[entry].notify;
+        let notify = ch.entries[entry].notify.clone();
+        let job = ch.job;
         let job_done = entry_done && entry + 1 == ch.entries.len();
         if last_chunk {
             ch.outstanding -= 1;
@@ -1053,7 +860,7 @@ impl ClusterModel {
         let pieces: Vec<_> = split_requests(dst, bytes, mps).collect();
         let np = pieces.len();
         for (i, (addr, n)) in pieces.into_iter().enumerate() {
-            let last = job_done && notify.is_none() && i + 1 == np;
+            let last = job_done && notify.is_empty() && i + 1 == np;
             let id = self.alloc(Tlp {
                 kind: TlpKind::MemWrite,
                 addr,
@@ -1064,19 +871,15 @@ impl ClusterModel {
                 at: 0,
                 dest: Dest::Chip(node),
                 origin: node,
-                purpose: Purpose::DataWrite {
-                    channel,
-                    entry,
-                    src: src + (addr - dst),
-                    last,
-                },
+                purpose: Purpose::DataWrite { job, channel, entry, src: src + (addr - dst), last },
                 forwarded: false,
             });
             ctx.schedule_in(forward, Ev::Emit(id));
         }
         if entry_done {
-            if let Some(addr) = notify {
-                // The status word follows the entry's data on the same path (seed 000 §4.2.2).
+            // Status words follow the entry's data on the same path (seed 000 §4.2.2).
+            let words = notify.len();
+            for (index, addr) in notify.into_iter().enumerate() {
                 let id = self.alloc(Tlp {
                     kind: TlpKind::MemWrite,
                     addr,
@@ -1087,11 +890,7 @@ impl ClusterModel {
                     at: 0,
                     dest: Dest::Chip(node),
                     origin: node,
-                    purpose: Purpose::NotifyWrite {
-                        channel,
-                        entry,
-                        last: job_done,
-                    },
+                    purpose: Purpose::NotifyWrite { job, channel, entry, index, last: job_done && index + 1 == words },
                     forwarded: false,
                 });
                 ctx.schedule_in(forward, Ev::Emit(id));
@@ -1108,31 +907,13 @@ impl ClusterModel {
         self.free.push(id);
         let dst = t.addr;
         let out = match t.purpose {
-            Purpose::DataWrite {
-                channel,
-                entry,
-                src,
-                ..
-            } => Output::DmaLanded {
-                node: t.origin,
-                channel,
-                entry,
-                src,
-                dst,
-                len: t.payload,
-            },
-            Purpose::NotifyWrite { channel, entry, .. } => Output::NotifyLanded {
-                node: t.origin,
-                channel,
-                entry,
-                dst,
-            },
-            Purpose::Pio { id, offset } => Output::PioLanded {
-                id,
-                dst,
-                offset,
-                len: t.payload,
-            },
+            Purpose::DataWrite { job, channel, entry, src, .. } => {
+                Output::DmaLanded { job, node: t.origin, channel, entry, src, dst, len: t.payload }
+            }
+            Purpose::NotifyWrite { job, channel, entry, index, .. } => {
+                Output::NotifyLanded { job, node: t.origin, channel, entry, index, dst }
+            }
+            Purpose::Pio { id, offset } => Output::PioLanded { id, dst, offset, len: t.payload },
             other => unreachable!("not a write: {other:?}"),
         };
         self.outputs.push((now, out));
@@ -1181,10 +962,7 @@ impl Model for ClusterModel {
                         at: 0,
                         dest: Dest::Chip(node),
                         origin: node,
-                        purpose: Purpose::Pio {
-                            id,
-                            offset: addr - dst,
-                        },
+                        purpose: Purpose::Pio { id, offset: addr - dst },
                         forwarded: true,
                     });
                     self.advance(ctx, t);
@@ -1192,11 +970,7 @@ impl Model for ClusterModel {
             }
             Ev::Hop(id) => self.advance(ctx, id),
             Ev::JobStart { node, channel } => self.start_job(ctx, node, channel),
-            Ev::DescriptorReady {
-                node,
-                channel,
-                index,
-            } => self.descriptor_ready(ctx, node, channel, index),
+            Ev::DescriptorReady { node, channel, index } => self.descriptor_ready(ctx, node, channel, index),
             Ev::Emit(id) => {
                 let node = match self.tlp(id).dest {
                     Dest::Chip(n) => n,
@@ -1212,8 +986,8 @@ impl Model for ClusterModel {
                     let first = self.nodes[node as usize].channels[channel as usize].decoded[0];
                     ctx.span(track, "job", first.min(ctx.now()), ctx.now());
                 }
-                self.outputs
-                    .push((ctx.now(), Output::ChannelDone { node, channel }));
+                let job = self.nodes[node as usize].channels[channel as usize].job;
+                self.outputs.push((ctx.now(), Output::ChannelDone { job, node, channel }));
             }
         }
     }

@@ -53,36 +53,13 @@ pub enum DescriptorError {
 impl Descriptor {
     /// A contiguous copy of `length` bytes.
     pub fn copy(src: u64, dst: u64, length: u32) -> Self {
-        Self {
-            src,
-            dst,
-            length,
-            count: 1,
-            flags: 0,
-            src_pitch: length,
-            dst_pitch: length,
-        }
+        Self { src, dst, length, count: 1, flags: 0, src_pitch: length, dst_pitch: length }
     }
 
     /// A block-stride copy: `count` bursts of `length` bytes, source bursts `src_pitch` apart,
     /// destination bursts `dst_pitch` apart.
-    pub fn block_stride(
-        src: u64,
-        src_pitch: u32,
-        dst: u64,
-        dst_pitch: u32,
-        length: u32,
-        count: u16,
-    ) -> Self {
-        Self {
-            src,
-            dst,
-            length,
-            count,
-            flags: 0,
-            src_pitch,
-            dst_pitch,
-        }
+    pub fn block_stride(src: u64, src_pitch: u32, dst: u64, dst_pitch: u32, length: u32, count: u16) -> Self {
+        Self { src, dst, length, count, flags: 0, src_pitch, dst_pitch }
     }
 
     /// Total bytes moved.
@@ -104,10 +81,7 @@ impl Descriptor {
         if self.count > 1 {
             for pitch in [self.src_pitch, self.dst_pitch] {
                 if pitch < self.length {
-                    return Err(DescriptorError::Overlap {
-                        pitch,
-                        length: self.length,
-                    });
+                    return Err(DescriptorError::Overlap { pitch, length: self.length });
                 }
                 if pitch % 4 != 0 {
                     return Err(DescriptorError::PitchNotMultipleOf4(pitch));
@@ -120,11 +94,7 @@ impl Descriptor {
     /// The bursts `(src, dst, length)` in execution order (block-stride expansion).
     pub fn bursts(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         (0..self.count as u64).map(move |i| {
-            (
-                self.src + i * self.src_pitch as u64,
-                self.dst + i * self.dst_pitch as u64,
-                self.length as u64,
-            )
+            (self.src + i * self.src_pitch as u64, self.dst + i * self.dst_pitch as u64, self.length as u64)
         })
     }
 
@@ -175,20 +145,11 @@ mod tests {
 
     #[test]
     fn invalid_descriptors_are_rejected() {
-        assert_eq!(
-            Descriptor::copy(0, 0, 6).validate(),
-            Err(DescriptorError::SizeNotMultipleOf4(6))
-        );
-        assert_eq!(
-            Descriptor::copy(0, 0, 0).validate(),
-            Err(DescriptorError::Empty)
-        );
+        assert_eq!(Descriptor::copy(0, 0, 6).validate(), Err(DescriptorError::SizeNotMultipleOf4(6)));
+        assert_eq!(Descriptor::copy(0, 0, 0).validate(), Err(DescriptorError::Empty));
         assert_eq!(
             Descriptor::block_stride(0, 8, 0, 64, 16, 2).validate(),
-            Err(DescriptorError::Overlap {
-                pitch: 8,
-                length: 16
-            })
+            Err(DescriptorError::Overlap { pitch: 8, length: 16 })
         );
         let mut d = Descriptor::copy(0, 0, 4);
         d.flags = 0x80;
@@ -200,15 +161,7 @@ mod tests {
         // A face of a 4x4x4 cube of doubles: 4 blocks of 4 doubles, source pitch 4*4*8.
         let d = Descriptor::block_stride(1000, 128, 5000, 32, 32, 4);
         let v: Vec<_> = d.bursts().collect();
-        assert_eq!(
-            v,
-            vec![
-                (1000, 5000, 32),
-                (1128, 5032, 32),
-                (1256, 5064, 32),
-                (1384, 5096, 32)
-            ]
-        );
+        assert_eq!(v, vec![(1000, 5000, 32), (1128, 5032, 32), (1256, 5064, 32), (1384, 5096, 32)]);
     }
 
     proptest! {

@@ -67,11 +67,7 @@ pub enum DmaError {
     #[error("GPU {gpu} does not exist (the node has {gpus})")]
     NoSuchGpu { gpu: u32, gpus: u32 },
     #[error("{bytes} B of buffers do not fit in the {region} B mapped for the {what}")]
-    DoesNotFit {
-        bytes: u64,
-        region: u64,
-        what: &'static str,
-    },
+    DoesNotFit { bytes: u64, region: u64, what: &'static str },
     #[error("transfer size {size} B exceeds the descriptor's 4 GiB limit")]
     TooLarge { size: u64 },
 }
@@ -80,11 +76,7 @@ pub enum DmaError {
 ///
 /// # Errors
 /// [`DmaError`] for sizes the controller cannot move or buffers the address map cannot hold.
-pub fn run_dma(
-    platform: &Platform,
-    run: &DmaRun,
-    trace: Option<&mut Trace>,
-) -> Result<DmaResult, DmaError> {
+pub fn run_dma(platform: &Platform, run: &DmaRun, trace: Option<&mut Trace>) -> Result<DmaResult, DmaError> {
     let gpus = platform.gpu.sockets.len() as u32;
     if run.size == 0 || run.count == 0 {
         return Err(DmaError::Empty);
@@ -96,10 +88,7 @@ pub fn run_dma(
         return Err(DmaError::TooLarge { size: run.size });
     }
     if run.mode == DmaMode::Register && run.count > platform.peach2.register_slots {
-        return Err(DmaError::TooManyForRegisters {
-            slots: platform.peach2.register_slots,
-            count: run.count,
-        });
+        return Err(DmaError::TooManyForRegisters { slots: platform.peach2.register_slots, count: run.count });
     }
     for e in [run.src, run.dst] {
         if let Endpoint::Gpu(g) = e {
@@ -121,11 +110,7 @@ pub fn run_dma(
     for (e, what) in [(run.src, "source"), (run.dst, "destination")] {
         let room = if same { region(e) / 2 } else { region(e) };
         if total > room {
-            return Err(DmaError::DoesNotFit {
-                bytes: total,
-                region: room,
-                what,
-            });
+            return Err(DmaError::DoesNotFit { bytes: total, region: room, what });
         }
     }
     let target = |e: Endpoint, off: u64| match e {
@@ -133,30 +118,21 @@ pub fn run_dma(
         Endpoint::Gpu(g) => Target::Gpu(g, off),
     };
     let src0 = map.global(0, target(run.src, 0));
-    let dst0 = map.global(
-        0,
-        target(run.dst, if same { region(run.dst) / 2 } else { 0 }),
-    );
+    let dst0 = map.global(0, target(run.dst, if same { region(run.dst) / 2 } else { 0 }));
     let entries = (0..run.count as u64)
         .map(|i| JobEntry {
             descriptor: Descriptor::copy(src0 + i * run.size, dst0 + i * run.size, run.size as u32),
-            notify: None,
+            notify: Vec::new(),
         })
         .collect();
-    let job = DmaJob {
-        mode: run.mode,
-        entries,
-        table_offset: map.host_bytes - table_bytes,
-    };
+    let job = DmaJob { mode: run.mode, entries, table_offset: map.host_bytes - table_bytes, id: 0 };
 
     let mut cluster = Cluster::new(platform);
     let mut trace = trace;
     if let Some(t) = trace.as_deref_mut() {
         cluster.register_tracks(t);
     }
-    cluster
-        .kick(SimTime::ZERO, 0, 0, job)
-        .expect("the run was validated above");
+    cluster.kick(SimTime::ZERO, 0, 0, job).expect("the run was validated above");
     let mut delivered = 0;
     let mut sent = None;
     for (at, out) in run_to_idle(&mut cluster, trace) {

@@ -86,10 +86,7 @@ impl LinkSpec {
             return Err(format!("lanes = {} is not a PCIe link width", self.lanes));
         }
         if !pow2(self.max_payload, 128, 4096) {
-            return Err(format!(
-                "max_payload = {} B must be a power of two from 128 to 4096 B",
-                self.max_payload
-            ));
+            return Err(format!("max_payload = {} B must be a power of two from 128 to 4096 B", self.max_payload));
         }
         if !pow2(self.max_read_request, 128, 4096) {
             return Err(format!(
@@ -98,10 +95,7 @@ impl LinkSpec {
             ));
         }
         if !matches!(self.read_completion_boundary, 64 | 128) {
-            return Err(format!(
-                "read_completion_boundary = {} B must be 64 or 128 B",
-                self.read_completion_boundary
-            ));
+            return Err(format!("read_completion_boundary = {} B must be 64 or 128 B", self.read_completion_boundary));
         }
         Ok(())
     }
@@ -129,8 +123,7 @@ impl LinkSpec {
     /// Ideal bandwidth of a stream of max-payload writes to 64-bit addresses [bytes/s].
     pub fn ideal_write_bandwidth(&self) -> f64 {
         let p = self.max_payload;
-        self.raw_bytes_per_second() * p as f64
-            / self.wire_bytes(TlpKind::MemWrite, 1 << 32, p) as f64
+        self.raw_bytes_per_second() * p as f64 / self.wire_bytes(TlpKind::MemWrite, 1 << 32, p) as f64
     }
 }
 
@@ -154,12 +147,7 @@ pub fn split_requests(addr: u64, len: u64, max: u64) -> impl Iterator<Item = (u6
 /// Splits the data of one read request into completions: the first ends at a read completion
 /// boundary, every completion carries at most `max_payload` bytes and, except the last, ends on
 /// an RCB-aligned address (PCIe Base Specification, completion rules).
-pub fn split_completions(
-    addr: u64,
-    len: u64,
-    rcb: u64,
-    max_payload: u64,
-) -> impl Iterator<Item = u64> {
+pub fn split_completions(addr: u64, len: u64, rcb: u64, max_payload: u64) -> impl Iterator<Item = u64> {
     let end = addr + len;
     let mut at = addr;
     std::iter::from_fn(move || {
@@ -228,27 +216,16 @@ impl Server {
 
     /// A resource with only a latency (no throughput limit).
     pub fn latency_only(latency: SimTime) -> Self {
-        Self {
-            ps_per_byte: (0, 1),
-            latency,
-            free_at: SimTime::ZERO,
-            busy: SimTime::ZERO,
-        }
+        Self { ps_per_byte: (0, 1), latency, free_at: SimTime::ZERO, busy: SimTime::ZERO }
     }
 
     /// Takes `bytes` arriving at `now` and queues them behind earlier items.
     pub fn transmit(&mut self, now: SimTime, bytes: u64) -> Transmission {
         let start = now.max(self.free_at);
-        let service = SimTime::from_ps(
-            (bytes as u128 * self.ps_per_byte.0).div_ceil(self.ps_per_byte.1) as u64,
-        );
+        let service = SimTime::from_ps((bytes as u128 * self.ps_per_byte.0).div_ceil(self.ps_per_byte.1) as u64);
         self.free_at = start + service;
         self.busy += service;
-        Transmission {
-            start,
-            end: self.free_at,
-            out: self.free_at + self.latency,
-        }
+        Transmission { start, end: self.free_at, out: self.free_at + self.latency }
     }
 
     /// Total time spent serialising.
@@ -311,26 +288,16 @@ mod tests {
     #[test]
     fn completions_split_at_rcb_then_max_payload() {
         // 4 KiB aligned read: 16 completions of 256 B.
-        assert_eq!(
-            split_completions(0, 4096, 64, 256).collect::<Vec<_>>(),
-            vec![256; 16]
-        );
+        assert_eq!(split_completions(0, 4096, 64, 256).collect::<Vec<_>>(), vec![256; 16]);
         // Unaligned start: the first completion ends on a 64-B boundary.
-        assert_eq!(
-            split_completions(32, 600, 64, 256).collect::<Vec<_>>(),
-            vec![224, 256, 120]
-        );
+        assert_eq!(split_completions(32, 600, 64, 256).collect::<Vec<_>>(), vec![224, 256, 120]);
     }
 
     #[test]
     fn server_queues_first_in_first_out() {
         let mut s = Server::with_bandwidth(1_000_000_000, SimTime::from_ns(10)); // 1 ns/B
         let ns = SimTime::from_ns;
-        let t = |start, end, out| Transmission {
-            start: ns(start),
-            end: ns(end),
-            out: ns(out),
-        };
+        let t = |start, end, out| Transmission { start: ns(start), end: ns(end), out: ns(out) };
         assert_eq!(s.transmit(ns(0), 100), t(0, 100, 110));
         assert_eq!(s.transmit(ns(50), 100), t(100, 200, 210));
         assert_eq!(s.transmit(ns(500), 1), t(500, 501, 511));

@@ -68,6 +68,8 @@ pub struct HostSpec {
     pub qpi_latency: SimTime,
     /// Bytes a CPU's write-combining buffer gathers into one PIO TLP.
     pub pio_write_combining: u64,
+    /// From an interrupt raised on this host until its driver's handler runs.
+    pub interrupt_latency: SimTime,
 }
 
 /// A PCIe cable between two PEACH2 ports (seed 000 §3.1.1: one end Root Complex, the other
@@ -161,31 +163,20 @@ impl Platform {
     /// A [`PlatformError`] naming the file and the first problem: unreadable file, TOML syntax,
     /// missing or unknown parameter, missing source, wrong unit, negative or zero value.
     pub fn load(path: &Path) -> Result<Platform, PlatformError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PlatformError {
-            path: path.display().to_string(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PlatformError { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
         Self::parse(&text, path)
     }
 
     /// Parses platform text; `path` is used for messages only.
     pub fn parse(text: &str, path: &Path) -> Result<Platform, PlatformError> {
-        let fail = |message: String| PlatformError {
-            path: path.display().to_string(),
-            message,
-        };
+        let fail = |message: String| PlatformError { path: path.display().to_string(), message };
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let line = e
-                .span()
-                .map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+            let line = e.span().map_or(0, |span| text[..span.start].matches('\n').count() + 1);
             let what = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
             fail(format!("not valid TOML at line {line}: {what}"))
         })?;
-        let mut r = Reader {
-            root: &table,
-            used: BTreeSet::new(),
-            params: vec![],
-        };
+        let mut r = Reader { root: &table, used: BTreeSet::new(), params: vec![] };
         let platform = r.platform(path).map_err(fail)?;
         r.check_all_used().map_err(fail)?;
         Ok(platform)
@@ -219,6 +210,7 @@ impl Reader<'_> {
             qpi_bandwidth: self.bandwidth("host.qpi_bandwidth")?,
             qpi_latency: self.time("host.qpi_latency")?,
             pio_write_combining: self.bytes("host.pio_write_combining")?,
+            interrupt_latency: self.time("host.interrupt_latency")?,
         };
         let gpu = GpuSpec {
             model: self.string("gpu.model")?,
@@ -252,10 +244,7 @@ impl Reader<'_> {
             ));
         }
         if nodes > address_map.max_nodes {
-            return Err(format!(
-                "topology.nodes = {nodes} exceeds address_map.max_nodes = {}",
-                address_map.max_nodes
-            ));
+            return Err(format!("topology.nodes = {nodes} exceeds address_map.max_nodes = {}", address_map.max_nodes));
         }
         let references = self.references()?;
         Ok(Platform {
@@ -282,11 +271,7 @@ impl Reader<'_> {
         let generation = match self.param_text(&generation_key)?.as_str() {
             "gen2" => Generation::Gen2,
             "gen3" => Generation::Gen3,
-            other => {
-                return Err(format!(
-                    "{generation_key}: expected \"gen2\" or \"gen3\", got '{other}'"
-                ))
-            }
+            other => return Err(format!("{generation_key}: expected \"gen2\" or \"gen3\", got '{other}'")),
         };
         let spec = LinkSpec {
             generation,
@@ -323,17 +308,11 @@ impl Reader<'_> {
     /// A physical parameter `{ value, source, calibrated? }`; returns its value as text.
     fn param_text(&mut self, key: &str) -> Result<String, String> {
         self.used.insert(key.to_owned());
-        let entry = self
-            .lookup(key)
-            .ok_or_else(|| format!("missing field '{key}'"))?;
-        let table = entry
-            .as_table()
-            .ok_or_else(|| format!("{key}: expected {{ value = ..., source = \"...\" }}"))?;
+        let entry = self.lookup(key).ok_or_else(|| format!("missing field '{key}'"))?;
+        let table = entry.as_table().ok_or_else(|| format!("{key}: expected {{ value = ..., source = \"...\" }}"))?;
         for k in table.keys() {
             if !matches!(k.as_str(), "value" | "source" | "calibrated") {
-                return Err(format!(
-                    "{key}: unknown field '{k}' (expected value, source, calibrated)"
-                ));
+                return Err(format!("{key}: unknown field '{k}' (expected value, source, calibrated)"));
             }
         }
         let value = match table.get("value") {
@@ -350,36 +329,19 @@ impl Reader<'_> {
                     .collect();
                 items?.join(",")
             }
-            Some(_) => {
-                return Err(format!(
-                    "{key}: value must be a string with a unit or an integer"
-                ))
-            }
+            Some(_) => return Err(format!("{key}: value must be a string with a unit or an integer")),
             None => return Err(format!("{key}: missing 'value'")),
         };
         let source = match table.get("source") {
             Some(toml::Value::String(s)) if !s.trim().is_empty() => s.clone(),
-            _ => {
-                return Err(format!(
-                "{key}: missing 'source' (name the seed, section and figure, or the assumption)"
-            ))
-            }
+            _ => return Err(format!("{key}: missing 'source' (name the seed, section and figure, or the assumption)")),
         };
         let calibrated = match table.get("calibrated") {
             Some(toml::Value::String(s)) => Some(s.clone()),
-            Some(_) => {
-                return Err(format!(
-                    "{key}: 'calibrated' must be a string naming the fitted number"
-                ))
-            }
+            Some(_) => return Err(format!("{key}: 'calibrated' must be a string naming the fitted number")),
             None => None,
         };
-        self.params.push(Param {
-            key: key.to_owned(),
-            value: value.clone(),
-            source,
-            calibrated,
-        });
+        self.params.push(Param { key: key.to_owned(), value: value.clone(), source, calibrated });
         Ok(value)
     }
 
@@ -410,9 +372,7 @@ impl Reader<'_> {
         match text.parse::<i64>() {
             Ok(v) if v > 0 => Ok(v as u64),
             Ok(v) => Err(format!("{key}: must be a positive integer, got {v}")),
-            Err(_) => Err(format!(
-                "{key}: expected an integer without unit, got '{text}'"
-            )),
+            Err(_) => Err(format!("{key}: expected an integer without unit, got '{text}'")),
         }
     }
 
@@ -421,9 +381,7 @@ impl Reader<'_> {
         let list: Result<Vec<u32>, _> = text.split(',').map(str::parse).collect();
         match list {
             Ok(v) if !v.is_empty() => Ok(v),
-            _ => Err(format!(
-                "{key}: expected a non-empty list of non-negative integers"
-            )),
+            _ => Err(format!("{key}: expected a non-empty list of non-negative integers")),
         }
     }
 
@@ -444,41 +402,25 @@ impl Reader<'_> {
                 };
                 Some((num.parse().ok()?, port))
             };
-            let parsed = item
-                .split_once('-')
-                .and_then(|(a, b)| Some((end(a)?, end(b)?)));
+            let parsed = item.split_once('-').and_then(|(a, b)| Some((end(a)?, end(b)?)));
             let Some(((a, a_port), (b, b_port))) = parsed else {
-                return Err(format!(
-                    "{key}: '{item}' is not a cable like \"0E-1W\" (ports E, W, S)"
-                ));
+                return Err(format!("{key}: '{item}' is not a cable like \"0E-1W\" (ports E, W, S)"));
             };
             if a >= nodes || b >= nodes || a == b {
-                return Err(format!(
-                    "{key}: '{item}' must join two different nodes below topology.nodes = {nodes}"
-                ));
+                return Err(format!("{key}: '{item}' must join two different nodes below topology.nodes = {nodes}"));
             }
             for end in [(a, a_port), (b, b_port)] {
                 if !used.insert(end) {
-                    return Err(format!(
-                        "{key}: port {:?} of node {} is cabled twice",
-                        end.1, end.0
-                    ));
+                    return Err(format!("{key}: port {:?} of node {} is cabled twice", end.1, end.0));
                 }
             }
             let roles = (a_port.fixed_role(), b_port.fixed_role());
-            if matches!(roles, (Some(x), Some(y)) if x == y)
-                || (a_port == Port::S) != (b_port == Port::S)
-            {
+            if matches!(roles, (Some(x), Some(y)) if x == y) || (a_port == Port::S) != (b_port == Port::S) {
                 return Err(format!(
                     "{key}: '{item}' joins {a_port:?} to {b_port:?}; a cable needs one Endpoint and one Root Complex (E-W, or S-S) (seed 000 §3.3)"
                 ));
             }
-            cables.push(Cable {
-                a,
-                a_port,
-                b,
-                b_port,
-            });
+            cables.push(Cable { a, a_port, b, b_port });
         }
         Ok(cables)
     }
@@ -488,16 +430,12 @@ impl Reader<'_> {
         let Some(value) = self.root.get("reference") else {
             return Ok(vec![]);
         };
-        let rows = value
-            .as_array()
-            .ok_or("reference: expected [[reference]] tables")?;
+        let rows = value.as_array().ok_or("reference: expected [[reference]] tables")?;
         rows.iter()
             .enumerate()
             .map(|(i, row)| {
                 let at = |k: &str| format!("reference[{i}].{k}");
-                let t = row
-                    .as_table()
-                    .ok_or_else(|| format!("reference[{i}]: expected a table"))?;
+                let t = row.as_table().ok_or_else(|| format!("reference[{i}]: expected a table"))?;
                 let s = |k: &str| -> Result<String, String> {
                     t.get(k)
                         .and_then(|v| v.as_str())
@@ -513,10 +451,7 @@ impl Reader<'_> {
                 };
                 let kind = s("kind")?;
                 if kind != "calibrated" && kind != "predicted" {
-                    return Err(format!(
-                        "{}: expected \"calibrated\" or \"predicted\"",
-                        at("kind")
-                    ));
+                    return Err(format!("{}: expected \"calibrated\" or \"predicted\"", at("kind")));
                 }
                 Ok(Reference {
                     benchmark: s("benchmark")?,

@@ -100,8 +100,7 @@ impl AddressMap {
             return Some(Target::Host(local));
         }
         let g = (local - self.host_bytes) / self.gpu_bytes;
-        (g < self.gpus as u64)
-            .then(|| Target::Gpu(g as u32, (local - self.host_bytes) % self.gpu_bytes))
+        (g < self.gpus as u64).then(|| Target::Gpu(g as u32, (local - self.host_bytes) % self.gpu_bytes))
     }
 }
 
@@ -135,11 +134,7 @@ pub enum RouteError {
     #[error("address {0:#x} matches no port's range registers")]
     NoRoute(u64),
     #[error("address {addr:#x} matches ports {first:?} and {second:?}")]
-    Ambiguous {
-        addr: u64,
-        first: Port,
-        second: Port,
-    },
+    Ambiguous { addr: u64, first: Port, second: Port },
 }
 
 /// The routing registers of one PEACH2, as the management processor writes them.
@@ -157,20 +152,13 @@ impl Router {
     /// node range `first..=last` through `port` (a port may take several ranges).
     pub fn for_node(map: &AddressMap, node: u32, cable_ports: &[(Port, u32, u32)]) -> Self {
         let mask = !(map.node_bytes - 1);
-        let range = |first: u32, last: u32| RangeRegister {
-            mask,
-            lo: map.node_base(first),
-            hi: map.node_base(last),
-        };
+        let range = |first: u32, last: u32| RangeRegister { mask, lo: map.node_base(first), hi: map.node_base(last) };
         let mut registers: [Vec<RangeRegister>; 4] = Default::default();
         registers[0].push(range(node, node));
         for &(port, first, last) in cable_ports {
             registers[Port::ALL.iter().position(|p| *p == port).unwrap()].push(range(first, last));
         }
-        Self {
-            registers,
-            node_offset: map.node_base(node),
-        }
+        Self { registers, node_offset: map.node_base(node) }
     }
 
     /// The port an address leaves through.
@@ -183,11 +171,7 @@ impl Router {
         for (port, reg) in Port::ALL.iter().zip(&self.registers) {
             if reg.iter().any(|r| r.matches(addr)) {
                 if let Some(first) = hit {
-                    return Err(RouteError::Ambiguous {
-                        addr,
-                        first,
-                        second: *port,
-                    });
+                    return Err(RouteError::Ambiguous { addr, first, second: *port });
                 }
                 hit = Some(*port);
             }
@@ -218,21 +202,14 @@ mod tests {
 
     /// Node 5 of two 8-node rings: E to 6-7, W to 0-4, S to the other ring 8-15.
     fn router() -> Router {
-        Router::for_node(
-            &map(),
-            5,
-            &[(Port::E, 6, 7), (Port::W, 0, 4), (Port::S, 8, 15)],
-        )
+        Router::for_node(&map(), 5, &[(Port::E, 6, 7), (Port::W, 0, 4), (Port::S, 8, 15)])
     }
 
     #[test]
     fn every_port_is_chosen_for_its_nodes() {
         let (m, r) = (map(), router());
         let gpu1_on = |n| m.global(n, Target::Gpu(1, 0x40));
-        assert_eq!(
-            r.route(gpu1_on(5)),
-            Ok(Route::Host((16 << 30) + (4 << 30) + 0x40))
-        );
+        assert_eq!(r.route(gpu1_on(5)), Ok(Route::Host((16 << 30) + (4 << 30) + 0x40)));
         assert_eq!(r.route(gpu1_on(6)), Ok(Route::Forward(Port::E)));
         assert_eq!(r.route(gpu1_on(7)), Ok(Route::Forward(Port::E)));
         assert_eq!(r.route(gpu1_on(0)), Ok(Route::Forward(Port::W)));
@@ -247,10 +224,7 @@ mod tests {
         assert_eq!(r.route(0x1000), Err(RouteError::NoRoute(0x1000)));
         let m = map();
         let bad = Router::for_node(&m, 5, &[(Port::E, 5, 7)]);
-        assert!(matches!(
-            bad.route(m.node_base(5)),
-            Err(RouteError::Ambiguous { .. })
-        ));
+        assert!(matches!(bad.route(m.node_base(5)), Err(RouteError::Ambiguous { .. })));
     }
 
     #[test]
@@ -265,10 +239,7 @@ mod tests {
     fn local_addresses_decode_to_host_and_gpus() {
         let m = map();
         assert_eq!(m.target(0x10), Some(Target::Host(0x10)));
-        assert_eq!(
-            m.target((16 << 30) + (8 << 30) + 4),
-            Some(Target::Gpu(2, 4))
-        );
+        assert_eq!(m.target((16 << 30) + (8 << 30) + 4), Some(Target::Gpu(2, 4)));
         assert_eq!(m.target(32 << 30), None);
     }
 

@@ -24,16 +24,11 @@ pub enum UnitError {
 fn split(text: &str) -> Result<(f64, &str), UnitError> {
     let t = text.trim();
     let end = t
-        .find(|c: char| {
-            !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == '_')
-        })
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == '_'))
         .unwrap_or(t.len());
     // 'e' may start a unit (none of ours do), so only a number if it parses.
     let (num, unit) = t.split_at(end);
-    let value: f64 = num
-        .replace('_', "")
-        .parse()
-        .map_err(|_| UnitError::Malformed(text.to_owned()))?;
+    let value: f64 = num.replace('_', "").parse().map_err(|_| UnitError::Malformed(text.to_owned()))?;
     if !value.is_finite() {
         return Err(UnitError::Malformed(text.to_owned()));
     }
@@ -49,20 +44,12 @@ fn scaled(text: &str, table: &[(&str, f64)], expected: &'static str) -> Result<f
         .iter()
         .find(|(u, _)| *u == unit)
         .map(|(_, f)| *f)
-        .ok_or_else(|| UnitError::WrongUnit {
-            expected,
-            got: text.to_owned(),
-        })?;
+        .ok_or_else(|| UnitError::WrongUnit { expected, got: text.to_owned() })?;
     Ok(value * factor)
 }
 
-const BYTES: &[(&str, f64)] = &[
-    ("B", 1.0),
-    ("KiB", 1024.0),
-    ("MiB", 1_048_576.0),
-    ("GiB", 1_073_741_824.0),
-    ("TiB", 1_099_511_627_776.0),
-];
+const BYTES: &[(&str, f64)] =
+    &[("B", 1.0), ("KiB", 1024.0), ("MiB", 1_048_576.0), ("GiB", 1_073_741_824.0), ("TiB", 1_099_511_627_776.0)];
 
 /// A size in bytes: "256 B", "4 KiB", "512 GiB" (binary prefixes only, to avoid KB ambiguity).
 pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
@@ -77,13 +64,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
 pub fn parse_time(text: &str) -> Result<SimTime, UnitError> {
     let ps = scaled(
         text,
-        &[
-            ("ps", 1.0),
-            ("ns", 1e3),
-            ("us", 1e6),
-            ("ms", 1e9),
-            ("s", 1e12),
-        ],
+        &[("ps", 1.0), ("ns", 1e3), ("us", 1e6), ("ms", 1e9), ("s", 1e12)],
         "a time in ps, ns, us, ms or s",
     )?;
     Ok(SimTime::from_ps(ps.round() as u64))
@@ -93,14 +74,7 @@ pub fn parse_time(text: &str) -> Result<SimTime, UnitError> {
 pub fn parse_bandwidth(text: &str) -> Result<u64, UnitError> {
     let v = scaled(
         text,
-        &[
-            ("B/s", 1.0),
-            ("kB/s", 1e3),
-            ("MB/s", 1e6),
-            ("GB/s", 1e9),
-            ("Mbit/s", 1e6 / 8.0),
-            ("Gbit/s", 1e9 / 8.0),
-        ],
+        &[("B/s", 1.0), ("kB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("Mbit/s", 1e6 / 8.0), ("Gbit/s", 1e9 / 8.0)],
         "a bandwidth in B/s, kB/s, MB/s, GB/s, Mbit/s or Gbit/s",
     )?;
     if v < 1.0 {
@@ -111,11 +85,8 @@ pub fn parse_bandwidth(text: &str) -> Result<u64, UnitError> {
 
 /// A clock frequency in Hz: "250 MHz".
 pub fn parse_frequency(text: &str) -> Result<u64, UnitError> {
-    let v = scaled(
-        text,
-        &[("Hz", 1.0), ("kHz", 1e3), ("MHz", 1e6), ("GHz", 1e9)],
-        "a frequency in Hz, kHz, MHz or GHz",
-    )?;
+    let v =
+        scaled(text, &[("Hz", 1.0), ("kHz", 1e3), ("MHz", 1e6), ("GHz", 1e9)], "a frequency in Hz, kHz, MHz or GHz")?;
     if v < 1.0 {
         return Err(UnitError::Zero(text.to_owned()));
     }
@@ -124,11 +95,7 @@ pub fn parse_frequency(text: &str) -> Result<u64, UnitError> {
 
 /// A signalling rate per lane in transfers per second: "5 GT/s".
 pub fn parse_transfer_rate(text: &str) -> Result<u64, UnitError> {
-    let v = scaled(
-        text,
-        &[("GT/s", 1e9), ("MT/s", 1e6)],
-        "a per-lane rate in GT/s or MT/s",
-    )?;
+    let v = scaled(text, &[("GT/s", 1e9), ("MT/s", 1e6)], "a per-lane rate in GT/s or MT/s")?;
     if v < 1.0 {
         return Err(UnitError::Zero(text.to_owned()));
     }
@@ -153,22 +120,10 @@ mod tests {
 
     #[test]
     fn rejects_wrong_units_negative_and_garbage() {
-        assert!(matches!(
-            parse_bytes("256 ns"),
-            Err(UnitError::WrongUnit { .. })
-        ));
-        assert!(matches!(
-            parse_bytes("4 KB"),
-            Err(UnitError::WrongUnit { .. })
-        ));
-        assert!(matches!(
-            parse_bytes("256"),
-            Err(UnitError::WrongUnit { .. })
-        ));
-        assert_eq!(
-            parse_bytes("-256 B"),
-            Err(UnitError::Negative("-256 B".into()))
-        );
+        assert!(matches!(parse_bytes("256 ns"), Err(UnitError::WrongUnit { .. })));
+        assert!(matches!(parse_bytes("4 KB"), Err(UnitError::WrongUnit { .. })));
+        assert!(matches!(parse_bytes("256"), Err(UnitError::WrongUnit { .. })));
+        assert_eq!(parse_bytes("-256 B"), Err(UnitError::Negative("-256 B".into())));
         assert!(matches!(parse_time("fast"), Err(UnitError::Malformed(_))));
         assert!(matches!(parse_bandwidth("0 GB/s"), Err(UnitError::Zero(_))));
         assert!(matches!(parse_bytes("1.5 B"), Err(UnitError::Fraction(..))));

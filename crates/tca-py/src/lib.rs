@@ -108,9 +108,7 @@ impl Trace {
     #[new]
     #[pyo3(signature = (max_spans = tca_sim::Trace::DEFAULT_MAX_SPANS))]
     fn new(max_spans: usize) -> Self {
-        Trace {
-            inner: tca_sim::Trace::with_limit(max_spans),
-        }
+        Trace { inner: tca_sim::Trace::with_limit(max_spans) }
     }
 
     /// Starts a process group (one per run) named `name`.
@@ -130,24 +128,19 @@ impl Trace {
 
     /// Writes the trace as JSON.
     fn write(&self, path: PathBuf) -> PyResult<()> {
-        std::fs::write(&path, self.inner.to_json()).map_err(|e| {
-            PyValueError::new_err(format!("{}: cannot write trace: {e}", path.display()))
-        })
+        std::fs::write(&path, self.inner.to_json())
+            .map_err(|e| PyValueError::new_err(format!("{}: cannot write trace: {e}", path.display())))
     }
 }
 
 fn endpoint(name: &str) -> PyResult<Endpoint> {
     match name {
         "cpu" | "host" => Ok(Endpoint::Host),
-        _ => name
-            .strip_prefix("gpu")
-            .and_then(|n| n.parse().ok())
-            .map(Endpoint::Gpu)
-            .ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "unknown memory '{name}' (expected cpu, gpu0, gpu1, ...)"
-                ))
-            }),
+        _ => {
+            name.strip_prefix("gpu").and_then(|n| n.parse().ok()).map(Endpoint::Gpu).ok_or_else(|| {
+                PyValueError::new_err(format!("unknown memory '{name}' (expected cpu, gpu0, gpu1, ...)"))
+            })
+        }
     }
 }
 
@@ -171,23 +164,13 @@ fn simulate_dma<'py>(
         "chaining" => DmaMode::Chaining,
         "register" => DmaMode::Register,
         other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown DMA mode '{other}' (expected chaining or register)"
-            )))
+            return Err(PyValueError::new_err(format!("unknown DMA mode '{other}' (expected chaining or register)")))
         }
     };
     if size <= 0 || count <= 0 || count > u32::MAX as i64 {
-        return Err(PyValueError::new_err(format!(
-            "size ({size}) and count ({count}) must be positive"
-        )));
+        return Err(PyValueError::new_err(format!("size ({size}) and count ({count}) must be positive")));
     }
-    let run = DmaRun {
-        src: endpoint(src)?,
-        dst: endpoint(dst)?,
-        mode,
-        size: size as u64,
-        count: count as u32,
-    };
+    let run = DmaRun { src: endpoint(src)?, dst: endpoint(dst)?, mode, size: size as u64, count: count as u32 };
     let inner = &platform.inner;
     let result = match trace {
         Some(t) => {

@@ -26,10 +26,7 @@ fn api_error(py: Python<'_>, e: TcaError) -> PyErr {
 fn fabric_error(py: Python<'_>, e: FabricError) -> PyErr {
     match e {
         FabricError::Api(e) => api_error(py, e),
-        FabricError::Deadlock { .. } => match py
-            .import("tca.api")
-            .and_then(|m| m.getattr("DeadlockError"))
-        {
+        FabricError::Deadlock { .. } => match py.import("tca.api").and_then(|m| m.getattr("DeadlockError")) {
             Ok(cls) => match cls.call1((e.to_string(),)) {
                 Ok(v) => PyErr::from_value(v),
                 Err(err) => err,
@@ -73,14 +70,13 @@ impl Handle {
         }
     }
     /// The 32-byte wire form ranks exchange.
+    #[allow(clippy::wrong_self_convention)] // pymethods take &self
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.to_bytes())
     }
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-        tca_api::Handle::from_bytes(data)
-            .map(|inner| Handle { inner })
-            .map_err(|e| api_error(py, e))
+        tca_api::Handle::from_bytes(data).map(|inner| Handle { inner }).map_err(|e| api_error(py, e))
     }
     fn __repr__(&self) -> String {
         format!(
@@ -103,9 +99,7 @@ pub struct Desc {
 impl Desc {
     #[new]
     fn new() -> Self {
-        Desc {
-            inner: tca_api::Desc::new(),
-        }
+        Desc { inner: tca_api::Desc::new() }
     }
 
     /// `tcaDescSetMemcpy`: copy `size` bytes from `src` + `src_off` to `dst` + `dst_off`.
@@ -125,9 +119,7 @@ impl Desc {
     ) -> PyResult<()> {
         let flags = DmaFlags::from_bits(flags).map_err(|e| api_error(py, e))?;
         self.inner
-            .set_memcpy(
-                &dst.inner, dst_off, &src.inner, src_off, size, flags, slot, tag,
-            )
+            .set_memcpy(&dst.inner, dst_off, &src.inner, src_off, size, flags, slot, tag)
             .map_err(|e| api_error(py, e))
     }
 
@@ -152,8 +144,7 @@ impl Desc {
         let flags = DmaFlags::from_bits(flags).map_err(|e| api_error(py, e))?;
         self.inner
             .set_memcpy_2d(
-                &dst.inner, dst_off, dst_pitch, &src.inner, src_off, src_pitch, width, count,
-                flags, slot, tag,
+                &dst.inner, dst_off, dst_pitch, &src.inner, src_off, src_pitch, width, count, flags, slot, tag,
             )
             .map_err(|e| api_error(py, e))
     }
@@ -165,9 +156,7 @@ impl Desc {
             None => None,
             Some("register") => Some(DmaMode::Register),
             Some("chaining") => Some(DmaMode::Chaining),
-            Some(other) => {
-                return Err(PyValueError::new_err(format!("unknown DMA mode '{other}'")))
-            }
+            Some(other) => return Err(PyValueError::new_err(format!("unknown DMA mode '{other}'"))),
         };
         self.inner.set_mode(mode).map_err(|e| api_error(py, e))
     }
@@ -196,8 +185,7 @@ pub struct RankContext {
 impl RankContext {
     fn call(&self, py: Python<'_>, op: Op) -> PyResult<Reply> {
         let (job, rank) = (self.job.clone(), self.rank);
-        py.allow_threads(move || job.call(rank, op))
-            .map_err(|e| fabric_error(py, e))
+        py.allow_threads(move || job.call(rank, op)).map_err(|e| fabric_error(py, e))
     }
 }
 
@@ -205,9 +193,7 @@ fn memory_type(name: &str) -> PyResult<MemoryType> {
     match name {
         "cpu" => Ok(MemoryType::Cpu),
         "gpu" => Ok(MemoryType::Gpu),
-        other => Err(PyValueError::new_err(format!(
-            "unknown memory '{other}' (expected cpu or gpu)"
-        ))),
+        other => Err(PyValueError::new_err(format!("unknown memory '{other}' (expected cpu or gpu)"))),
     }
 }
 
@@ -225,70 +211,29 @@ impl RankContext {
     /// `tcaMalloc` + `tcaCreateHandle`: `size` bytes of "cpu" or "gpu" memory (GPU `gpu`).
     #[pyo3(signature = (size, memory = "cpu", gpu = 0))]
     fn malloc(&self, py: Python<'_>, size: u64, memory: &str, gpu: u32) -> PyResult<Handle> {
-        match self.call(
-            py,
-            Op::Malloc {
-                size,
-                mem: memory_type(memory)?,
-                gpu,
-            },
-        )? {
+        match self.call(py, Op::Malloc { size, mem: memory_type(memory)?, gpu })? {
             Reply::Handle(inner) => Ok(Handle { inner }),
             _ => unreachable!(),
         }
     }
     /// `tcaDestroyHandle` + `tcaFree`.
     fn free(&self, py: Python<'_>, handle: &Handle) -> PyResult<()> {
-        self.call(
-            py,
-            Op::Free {
-                handle: handle.inner,
-            },
-        )
-        .map(drop)
+        self.call(py, Op::Free { handle: handle.inner }).map(drop)
     }
     /// Stores `data` into this rank's own buffer (a CPU store or a cudaMemcpy; no time).
     fn write(&self, py: Python<'_>, handle: &Handle, offset: u64, data: Vec<u8>) -> PyResult<()> {
-        self.call(
-            py,
-            Op::Write {
-                handle: handle.inner,
-                offset,
-                bytes: data,
-            },
-        )
-        .map(drop)
+        self.call(py, Op::Write { handle: handle.inner, offset, bytes: data }).map(drop)
     }
     /// Reads `length` bytes of this rank's own buffer.
-    fn read<'py>(
-        &self,
-        py: Python<'py>,
-        handle: &Handle,
-        offset: u64,
-        length: u64,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.call(
-            py,
-            Op::Read {
-                handle: handle.inner,
-                offset,
-                len: length,
-            },
-        )? {
+    fn read<'py>(&self, py: Python<'py>, handle: &Handle, offset: u64, length: u64) -> PyResult<Bound<'py, PyBytes>> {
+        match self.call(py, Op::Read { handle: handle.inner, offset, len: length })? {
             Reply::Bytes(b) => Ok(PyBytes::new(py, &b)),
             _ => unreachable!(),
         }
     }
     /// `tcaDescSet`: registers `desc` on DMA `channel`.
     fn desc_set(&self, py: Python<'_>, desc: &Desc, channel: u8) -> PyResult<()> {
-        self.call(
-            py,
-            Op::SetChain {
-                channel,
-                desc: Box::new(desc.inner.clone()),
-            },
-        )
-        .map(drop)
+        self.call(py, Op::SetChain { channel, desc: Box::new(desc.inner.clone()) }).map(drop)
     }
     /// `tcaStartDMADesc`: kicks `channel` (returns at once).
     fn start_dma(&self, py: Python<'_>, channel: u8) -> PyResult<()> {
@@ -300,58 +245,20 @@ impl RankContext {
     }
     /// `tcaWaitDMARecvDesc`: waits for a notification from `handle`'s node with (`slot`, `tag`).
     fn wait_dma_recv(&self, py: Python<'_>, handle: &Handle, slot: u32, tag: u32) -> PyResult<()> {
-        self.call(
-            py,
-            Op::WaitRecv {
-                handle: handle.inner,
-                slot,
-                tag,
-            },
-        )
-        .map(drop)
+        self.call(py, Op::WaitRecv { handle: handle.inner, slot, tag }).map(drop)
     }
     /// `tcaSendPIO`: CPU stores of `data` into `handle` (any node) at `offset`.
-    fn send_pio(
-        &self,
-        py: Python<'_>,
-        handle: &Handle,
-        offset: u64,
-        data: Vec<u8>,
-    ) -> PyResult<()> {
-        self.call(
-            py,
-            Op::SendPio {
-                dst: handle.inner,
-                offset,
-                bytes: data,
-            },
-        )
-        .map(drop)
+    fn send_pio(&self, py: Python<'_>, handle: &Handle, offset: u64, data: Vec<u8>) -> PyResult<()> {
+        self.call(py, Op::SendPio { dst: handle.inner, offset, bytes: data }).map(drop)
     }
     /// Polls this rank's own buffer until the bytes at `offset` equal `data`.
-    fn wait_value(
-        &self,
-        py: Python<'_>,
-        handle: &Handle,
-        offset: u64,
-        data: Vec<u8>,
-    ) -> PyResult<()> {
-        self.call(
-            py,
-            Op::WaitValue {
-                handle: handle.inner,
-                offset,
-                bytes: data,
-            },
-        )
-        .map(drop)
+    fn wait_value(&self, py: Python<'_>, handle: &Handle, offset: u64, data: Vec<u8>) -> PyResult<()> {
+        self.call(py, Op::WaitValue { handle: handle.inner, offset, bytes: data }).map(drop)
     }
     /// Models `seconds` of computation.
     fn compute(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
         if !(seconds >= 0.0 && seconds.is_finite()) {
-            return Err(PyValueError::new_err(format!(
-                "compute time must be >= 0 s, got {seconds}"
-            )));
+            return Err(PyValueError::new_err(format!("compute time must be >= 0 s, got {seconds}")));
         }
         let duration = SimTime::from_ps((seconds * 1e12).round() as u64);
         self.call(py, Op::Compute { duration }).map(drop)
@@ -394,15 +301,9 @@ impl SimJob {
     /// The context of rank `rank`.
     fn rank(&self, rank: u32) -> PyResult<RankContext> {
         if rank >= self.job.ranks() {
-            return Err(PyValueError::new_err(format!(
-                "rank {rank} of a {}-rank job",
-                self.job.ranks()
-            )));
+            return Err(PyValueError::new_err(format!("rank {rank} of a {}-rank job", self.job.ranks())));
         }
-        Ok(RankContext {
-            job: self.job.clone(),
-            rank,
-        })
+        Ok(RankContext { job: self.job.clone(), rank })
     }
     /// Rank `rank`'s program has returned or failed.
     fn finish(&self, py: Python<'_>, rank: u32) {
@@ -424,10 +325,7 @@ impl SimJob {
 pub fn dma_flags() -> Vec<(&'static str, u32)> {
     vec![
         ("tcaDMAUseInternal", DmaFlags::USE_INTERNAL.bits()),
-        (
-            "tcaDMAUseNotifyInternal",
-            DmaFlags::USE_NOTIFY_INTERNAL.bits(),
-        ),
+        ("tcaDMAUseNotifyInternal", DmaFlags::USE_NOTIFY_INTERNAL.bits()),
         ("tcaDMANotify", DmaFlags::NOTIFY.bits()),
         ("tcaDMANotifySelf", DmaFlags::NOTIFY_SELF.bits()),
         ("tcaDMAContinue", DmaFlags::CONTINUE.bits()),
@@ -438,8 +336,5 @@ pub fn dma_flags() -> Vec<(&'static str, u32)> {
 /// Every result code: (code, name, message).
 #[pyfunction]
 pub fn error_codes() -> Vec<(i32, String, &'static str)> {
-    TcaError::ALL
-        .iter()
-        .map(|e| (e.code(), format!("{e:?}"), tca_api::error_string(e.code())))
-        .collect()
+    TcaError::ALL.iter().map(|e| (e.code(), format!("{e:?}"), tca_api::error_string(e.code()))).collect()
 }

@@ -47,13 +47,7 @@ where
             })
         })
         .collect();
-    Ok(threads
-        .into_iter()
-        .map(|t| {
-            t.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
-        .collect())
+    Ok(threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect())
 }
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -97,10 +91,7 @@ impl SimJob {
     pub fn new(platform: &Platform, ranks: u32, trace: bool) -> Result<Arc<SimJob>, FabricError> {
         let world = World::new(platform, ranks, trace)?;
         let slots = (0..ranks).map(|_| Slot::Running).collect();
-        Ok(Arc::new(SimJob {
-            state: Mutex::new(State { world, slots }),
-            wake: Condvar::new(),
-        }))
+        Ok(Arc::new(SimJob { state: Mutex::new(State { world, slots }), wake: Condvar::new() }))
     }
 
     pub fn ranks(&self) -> u32 {
@@ -108,9 +99,7 @@ impl SimJob {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Rank `rank` makes request `op` and blocks until the world answers it.
@@ -119,9 +108,7 @@ impl SimJob {
         st.slots[rank as usize] = Slot::Submitted(op);
         loop {
             if let Slot::Ready(_) = st.slots[rank as usize] {
-                let Slot::Ready(answer) =
-                    std::mem::replace(&mut st.slots[rank as usize], Slot::Running)
-                else {
+                let Slot::Ready(answer) = std::mem::replace(&mut st.slots[rank as usize], Slot::Running) else {
                     unreachable!()
                 };
                 return answer;
@@ -131,10 +118,7 @@ impl SimJob {
                 self.wake.notify_all();
                 continue;
             }
-            st = self
-                .wake
-                .wait(st)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            st = self.wake.wait(st).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
     }
 
@@ -162,18 +146,14 @@ impl SimJob {
 impl State {
     /// No rank runs its program and none has an answer to pick up: only the world can move.
     fn idle(&self) -> bool {
-        !self
-            .slots
-            .iter()
-            .any(|s| matches!(s, Slot::Running | Slot::Ready(_)))
+        !self.slots.iter().any(|s| matches!(s, Slot::Running | Slot::Ready(_)))
     }
 
     /// Takes new requests in rank order, then runs the world until some rank can continue.
     fn advance(&mut self) {
         for rank in 0..self.slots.len() {
             if let Slot::Submitted(_) = self.slots[rank] {
-                let Slot::Submitted(op) = std::mem::replace(&mut self.slots[rank], Slot::Running)
-                else {
+                let Slot::Submitted(op) = std::mem::replace(&mut self.slots[rank], Slot::Running) else {
                     unreachable!()
                 };
                 let op_text = op.describe();
@@ -183,12 +163,7 @@ impl State {
                 };
                 self.slots[rank] = match self.world.submit(rank as u32, op) {
                     Submitted::Done(answer) => Slot::Ready(answer),
-                    Submitted::Wait(wait) => Slot::Waiting {
-                        op_text,
-                        wait,
-                        deadline: None,
-                        gather,
-                    },
+                    Submitted::Wait(wait) => Slot::Waiting { op_text, wait, deadline: None, gather },
                 };
             }
         }
@@ -227,23 +202,10 @@ impl State {
 
     /// A barrier or allgather completes when every rank that has not finished is in it.
     fn release_collectives(&mut self) {
-        let in_collective = |s: &Slot| {
-            matches!(
-                s,
-                Slot::Waiting {
-                    wait: Wait::Collective,
-                    ..
-                }
-            )
-        };
-        let live = self
-            .slots
-            .iter()
-            .filter(|s| !matches!(s, Slot::Finished))
-            .count();
+        let in_collective = |s: &Slot| matches!(s, Slot::Waiting { wait: Wait::Collective, .. });
+        let live = self.slots.iter().filter(|s| !matches!(s, Slot::Finished)).count();
         let waiting = self.slots.iter().filter(|s| in_collective(s)).count();
-        if waiting == 0 || waiting < live || self.slots.iter().any(|s| matches!(s, Slot::Finished))
-        {
+        if waiting == 0 || waiting < live || self.slots.iter().any(|s| matches!(s, Slot::Finished)) {
             return;
         }
         let gathered: Vec<Vec<u8>> = self
@@ -256,11 +218,7 @@ impl State {
             .collect();
         for slot in &mut self.slots {
             if let Slot::Waiting { gather, .. } = slot {
-                let reply = if gather.is_some() {
-                    Reply::Gathered(gathered.clone())
-                } else {
-                    Reply::Unit
-                };
+                let reply = if gather.is_some() { Reply::Gathered(gathered.clone()) } else { Reply::Unit };
                 *slot = Slot::Ready(Ok(reply));
             }
         }
@@ -281,10 +239,7 @@ impl State {
             .join("; ");
         for slot in &mut self.slots {
             if let Slot::Waiting { .. } = slot {
-                *slot = Slot::Ready(Err(FabricError::Deadlock {
-                    at,
-                    detail: detail.clone(),
-                }));
+                *slot = Slot::Ready(Err(FabricError::Deadlock { at, detail: detail.clone() }));
             }
         }
     }

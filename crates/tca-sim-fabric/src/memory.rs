@@ -18,12 +18,7 @@ pub struct Memory {
 impl Memory {
     /// Adds a zeroed buffer of `len` bytes at global address `addr`.
     pub fn add(&mut self, addr: u64, len: u64) {
-        self.buffers.insert(
-            addr,
-            Buffer {
-                data: vec![0; len as usize],
-            },
-        );
+        self.buffers.insert(addr, Buffer { data: vec![0; len as usize] });
     }
 
     /// Removes the buffer starting at `addr`.

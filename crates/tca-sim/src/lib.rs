@@ -48,11 +48,7 @@ impl<E> Context<'_, E> {
     /// # Panics
     /// If `at` is in the past: models must never schedule backwards in time.
     pub fn schedule_at(&mut self, at: SimTime, event: E) {
-        assert!(
-            at >= self.now,
-            "event scheduled in the past: {at} < {}",
-            self.now
-        );
+        assert!(at >= self.now, "event scheduled in the past: {at} < {}", self.now);
         self.queue.push(at, event);
     }
 
@@ -85,11 +81,7 @@ impl<E> Default for Simulation<E> {
 impl<E> Simulation<E> {
     /// An empty simulation at time zero.
     pub fn new() -> Self {
-        Self {
-            now: SimTime::ZERO,
-            queue: EventQueue::new(),
-            delivered: 0,
-        }
+        Self { now: SimTime::ZERO, queue: EventQueue::new(), delivered: 0 }
     }
 
     /// The time of the last delivered event.
@@ -108,30 +100,18 @@ impl<E> Simulation<E> {
     }
 
     /// Delivers events until the queue is empty; returns the time of the last event.
-    pub fn run<M: Model<Event = E>>(
-        &mut self,
-        model: &mut M,
-        mut trace: Option<&mut Trace>,
-    ) -> SimTime {
+    pub fn run<M: Model<Event = E>>(&mut self, model: &mut M, mut trace: Option<&mut Trace>) -> SimTime {
         while self.step(model, trace.as_deref_mut()).is_some() {}
         self.now
     }
 
     /// Delivers the earliest pending event, if any; returns its time.
-    pub fn step<M: Model<Event = E>>(
-        &mut self,
-        model: &mut M,
-        trace: Option<&mut Trace>,
-    ) -> Option<SimTime> {
+    pub fn step<M: Model<Event = E>>(&mut self, model: &mut M, trace: Option<&mut Trace>) -> Option<SimTime> {
         let (at, event) = self.queue.pop()?;
         debug_assert!(at >= self.now);
         self.now = at;
         self.delivered += 1;
-        let mut ctx = Context {
-            now: at,
-            queue: &mut self.queue,
-            trace,
-        };
+        let mut ctx = Context { now: at, queue: &mut self.queue, trace };
         model.handle(&mut ctx, event);
         Some(at)
     }
@@ -170,17 +150,7 @@ mod tests {
         let mut model = Recorder { seen: vec![] };
         let end = sim.run(&mut model, None);
         assert_eq!(end, SimTime::from_ns(1));
-        assert_eq!(
-            model.seen,
-            vec![
-                (0, 1),
-                (0, 2),
-                (1000, 11),
-                (1000, 12),
-                (1000, 21),
-                (1000, 22)
-            ]
-        );
+        assert_eq!(model.seen, vec![(0, 1), (0, 2), (1000, 11), (1000, 12), (1000, 21), (1000, 22)]);
         assert_eq!(sim.delivered(), 6);
     }
 

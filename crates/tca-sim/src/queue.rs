@@ -31,13 +31,7 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        Self {
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            occupied: 0,
-            last: 0,
-            len: 0,
-            next_seq: 0,
-        }
+        Self { buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), occupied: 0, last: 0, len: 0, next_seq: 0 }
     }
 
     /// An empty queue; the hint is accepted for API symmetry, buckets grow as needed.
@@ -55,10 +49,7 @@ impl<E> EventQueue<E> {
     /// If `at` is earlier than the time of the last popped event.
     pub fn push(&mut self, at: SimTime, event: E) {
         let key = (at.as_ps() as u128) << 64 | self.next_seq as u128;
-        assert!(
-            key > self.last || self.len == 0 && self.last == 0,
-            "event pushed before the last popped time"
-        );
+        assert!(key > self.last || self.len == 0 && self.last == 0, "event pushed before the last popped time");
         self.next_seq += 1;
         self.place(key, event);
         self.len += 1;
@@ -81,11 +72,7 @@ impl<E> EventQueue<E> {
             let i = self.occupied.trailing_zeros() as usize + 1;
             self.occupied &= !(1 << (i - 1));
             let mut moving = std::mem::take(&mut self.buckets[i]);
-            self.last = moving
-                .iter()
-                .map(|(k, _)| *k)
-                .min()
-                .expect("bucket not empty");
+            self.last = moving.iter().map(|(k, _)| *k).min().expect("bucket not empty");
             for (key, event) in moving.drain(..) {
                 self.place(key, event);
             }
@@ -99,11 +86,7 @@ impl<E> EventQueue<E> {
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<SimTime> {
         let bucket = self.buckets.iter().find(|b| !b.is_empty())?;
-        bucket
-            .iter()
-            .map(|(k, _)| *k)
-            .min()
-            .map(|k| SimTime::from_ps((k >> 64) as u64))
+        bucket.iter().map(|(k, _)| *k).min().map(|k| SimTime::from_ps((k >> 64) as u64))
     }
 
     pub fn len(&self) -> usize {

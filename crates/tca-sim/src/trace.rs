@@ -40,13 +40,7 @@ impl Trace {
     }
 
     pub fn with_limit(max_spans: usize) -> Self {
-        Self {
-            processes: vec![],
-            tracks: vec![],
-            spans: vec![],
-            max_spans,
-            dropped: 0,
-        }
+        Self { processes: vec![], tracks: vec![], spans: vec![], max_spans, dropped: 0 }
     }
 
     /// Starts a new process group; tracks created afterwards belong to it.
@@ -70,12 +64,7 @@ impl Trace {
             self.dropped += 1;
             return;
         }
-        self.spans.push(Span {
-            track,
-            name: name.to_owned(),
-            start,
-            end,
-        });
+        self.spans.push(Span { track, name: name.to_owned(), start, end });
     }
 
     pub fn span_count(&self) -> usize {
@@ -168,15 +157,9 @@ mod tests {
         let mut t = Trace::new();
         t.process("size 4096 B");
         let link = t.track("N up");
-        t.span(
-            link,
-            "MWr 256 B",
-            SimTime::from_ps(1_500),
-            SimTime::from_ps(65_500),
-        );
+        t.span(link, "MWr 256 B", SimTime::from_ps(1_500), SimTime::from_ps(65_500));
         let json = t.to_json();
-        assert!(json
-            .contains("\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"size 4096 B\"}"));
+        assert!(json.contains("\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"size 4096 B\"}"));
         assert!(json.contains("\"thread_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"N up\"}"));
         assert!(json.contains("\"ts\":0.001500,\"dur\":0.064000"));
         assert!(json.trim_end().ends_with("\"dropped_spans\":0}}"));
