@@ -133,3 +133,17 @@ def test_block_stride_face_exchange_is_checked_and_grows_with_n():
     rows = block_stride.run(platforms.load("ha-pacs-tca"), [2, 8, 32])
     us = [r.value for r in rows if r.unit == "us"]
     assert us == sorted(us) and us[0] > 1.0
+
+
+def test_seed003_fig2_tca_2_8_us_about_3x_faster_than_cudamemcpy_inside_a_node():
+    from tca.bench import local_copy
+
+    rows = local_copy.run(platforms.load("peach3-testbed"), [4, 16384, 1 << 20])
+    us = {(r.series, r.x): r.value for r in rows if r.unit == "us"}
+    assert within(us["TCA HostToDevice", 4], 2.8, PREDICTED)
+    assert within(us["cudaMemcpy HostToDevice", 4], 8.4, CALIBRATED)
+    assert 2.5 <= us["cudaMemcpy HostToDevice", 4] / us["TCA HostToDevice", 4] <= 3.5
+    # Reading GPU memory is slower than writing it; and the N port loses to cudaMemcpy at 1 MB.
+    assert us["TCA DeviceToHost", 16384] > us["TCA HostToDevice", 16384]
+    assert us["TCA HostToDevice", 16384] < us["cudaMemcpy HostToDevice", 16384]
+    assert us["TCA HostToDevice", 1 << 20] > us["cudaMemcpy HostToDevice", 1 << 20]

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tca import TcaError, _native, launch, platforms, report
-from tca.bench import block_stride, dma_bw, pingpong
+from tca.bench import block_stride, dma_bw, local_copy, pingpong
 from tca.victream import cli as victream_cli
 
 
@@ -175,6 +175,28 @@ def cmd_block_stride(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_local_copy(args: argparse.Namespace) -> int:
+    sizes = parse_sizes(args.sizes) if args.sizes else None
+    p = platforms.load(args.platform)
+    with progress_bar("local-copy", not args.json) as update:
+        rows = local_copy.run(p, sizes, not args.no_baseline, update)
+    title = (
+        f"tca bench local-copy on {p.name}: host <-> GPU inside a node, "
+        "TCA API vs cudaMemcpy (seed 003 Fig. 2-3)"
+    )
+    if args.plot:
+        from tca.plot import plot
+
+        plot(rows, args.plot, title)
+    if args.json:
+        print(report.to_json(rows))
+    else:
+        print(report.table(rows, title))
+        print()
+        print(report.comparison(rows))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from tca.plot import plot
 
@@ -265,6 +287,16 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
     bs.add_argument("--plot", metavar="FILE.png", help="write a PNG plot")
     bs.set_defaults(func=cmd_block_stride)
+
+    lc = bench.add_parser(
+        "local-copy", help="host <-> GPU inside a node, TCA vs cudaMemcpy (seed 003 Fig. 2-3)"
+    )
+    lc.add_argument("--platform", required=True, help="platform name or .toml file")
+    lc.add_argument("--sizes", help="copy sizes: LOW:HIGH powers of two or a list (default 4:4M)")
+    lc.add_argument("--no-baseline", action="store_true", help="leave out the cudaMemcpy model")
+    lc.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
+    lc.add_argument("--plot", metavar="FILE.png", help="write a PNG plot")
+    lc.set_defaults(func=cmd_local_copy)
 
     p = sub.add_parser("demo", help="the main demonstration: seed 000 Fig. 4-6 on the simulated testbed")
     p.add_argument("--out", default="out", help="directory for the plots (default: out)")
