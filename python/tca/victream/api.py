@@ -87,6 +87,8 @@ class Context:
     ``load_threshold`` / ``swap_threshold``: fractions of device memory (70 % / 50 %, §6.1).
     ``kernel_bandwidth`` [B/s] and ``flops`` [1/s] set simulated kernel costs;
     ``file_read`` / ``file_write`` [B/s] the simulated host files (Table 6.1).
+    ``ptask_wait`` [s]: how long ptask waits for the device holding a subtask's inputs
+    (default: the time of two swap-ins of a partition).
     """
 
     def __init__(
@@ -106,7 +108,7 @@ class Context:
         flops: float = 1e12,
         file_read="2482MB/s",
         file_write="1680MB/s",
-        ptask_wait="2ms",
+        ptask_wait=None,
         progress: bool = False,
         timeout: float = 600.0,
     ):
@@ -140,6 +142,8 @@ class Context:
         self.devices = list(devices)
         if not self.devices:
             raise TcaError("at least one device is needed")
+        if ptask_wait is None:  # "briefly": about two swap-ins of a partition
+            ptask_wait = 2 * (self.partition_size / parse_rate(bus_bandwidth) + parse_time(bus_latency))
         self._core_args = (
             [d.capacity for d in self.devices],
             scheduler,
