@@ -101,6 +101,30 @@ def run_dma_bw(
     return rows, title
 
 
+def show(rows: list[report.Row], title: str, plot_path: str | Path | None = None) -> None:
+    """The OSU-style table and the comparison with the seed; a PNG plot too if asked."""
+    if plot_path:
+        from tca.plot import plot
+
+        plot(rows, plot_path, title)
+    print(report.table(rows, title))
+    print()
+    print(report.comparison(rows))
+
+
+def emit(rows: list[report.Row], title: str, args: argparse.Namespace) -> int:
+    """A benchmark's output as DESIGN.md fixes it: JSON rows and nothing else, or the table."""
+    if not args.json:
+        show(rows, title, args.plot)
+        return 0
+    if args.plot:
+        from tca.plot import plot
+
+        plot(rows, args.plot, title)
+    print(report.to_json(rows))
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.experiment not in dma_bw.EXPERIMENTS:
         raise TcaError(
@@ -110,17 +134,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if sizes and args.experiment == "fig6":
         raise TcaError("--sizes does not apply to fig6 (4 KB transfers, 1-128 descriptors)")
     rows, title = run_dma_bw(args.platform, args.experiment, sizes, args.trace, not args.json)
-    if args.plot:
-        from tca.plot import plot
-
-        plot(rows, args.plot, title)
-    if args.json:
-        print(report.to_json(rows))
-    else:
-        print(report.table(rows, title))
-        print()
-        print(report.comparison(rows))
-    return 0
+    return emit(rows, title, args)
 
 
 def cmd_pingpong(args: argparse.Namespace) -> int:
@@ -143,17 +157,7 @@ def cmd_pingpong(args: argparse.Namespace) -> int:
         f"tca bench pingpong on {p.name}: {args.mode} {args.pair}, one-way latency and bandwidth "
         "(seed 000 §4.2-4.3 method: round trips / 2)"
     )
-    if args.plot:
-        from tca.plot import plot
-
-        plot(rows, args.plot, title)
-    if args.json:
-        print(report.to_json(rows))
-    else:
-        print(report.table(rows, title))
-        print()
-        print(report.comparison(rows))
-    return 0
+    return emit(rows, title, args)
 
 
 def cmd_block_stride(args: argparse.Namespace) -> int:
@@ -167,12 +171,7 @@ def cmd_block_stride(args: argparse.Namespace) -> int:
     title = (
         f"tca bench block-stride on {p.name}: face exchange of an N^3 cube of doubles (tcaDescSetMemcpy2D)"
     )
-    if args.plot:
-        from tca.plot import plot
-
-        plot(rows, args.plot, title)
-    print(report.to_json(rows) if args.json else report.table(rows, title))
-    return 0
+    return emit(rows, title, args)
 
 
 def cmd_local_copy(args: argparse.Namespace) -> int:
@@ -184,44 +183,28 @@ def cmd_local_copy(args: argparse.Namespace) -> int:
         f"tca bench local-copy on {p.name}: host <-> GPU inside a node, "
         "TCA API vs cudaMemcpy (seed 003 Fig. 2-3)"
     )
-    if args.plot:
-        from tca.plot import plot
-
-        plot(rows, args.plot, title)
-    if args.json:
-        print(report.to_json(rows))
-    else:
-        print(report.table(rows, title))
-        print()
-        print(report.comparison(rows))
-    return 0
+    return emit(rows, title, args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from tca.plot import plot
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    def show(rows: list[report.Row], title: str, name: str) -> None:
-        png = out / f"{name}.png"
-        plot(rows, png, title)
-        print(report.table(rows, title))
-        print()
-        print(report.comparison(rows))
-        print(f"# plot: {png}\n")
+    def section(rows: list[report.Row], title: str, name: str) -> None:
+        show(rows, title, out / f"{name}.png")
+        print(f"# plot: {out / f'{name}.png'}\n")
 
     print("tca demo: the simulated 2013 PEACH2 testbed (seed 000 §4.1), intra-node DMA.\n")
     for experiment in dma_bw.EXPERIMENTS:
         rows, title = run_dma_bw(args.platform, experiment, None, None, True)
-        show(rows, title, f"dma-bw-{experiment}")
+        section(rows, title, f"dma-bw-{experiment}")
 
     print("GPU-GPU ping-pong between two nodes of HA-PACS/TCA (seed 001): PEACH2 DMA against")
     print("MVAPICH2-GDR 2.0b over InfiniBand QDR x2 (a model), with and without GPUDirect RDMA.\n")
     ha_pacs = platforms.load("ha-pacs-tca")
     with progress_bar("pingpong ha-pacs-tca", True) as update:
         rows = pingpong.run(ha_pacs, "gpu-gpu", "dma-register", None, ["mvapich2-gdr", "mvapich2"], update)
-    show(rows, "HA-PACS/TCA GPU-GPU ping-pong: PEACH2 vs MVAPICH2-GDR (seed 001)", "pingpong-ha-pacs-tca")
+    section(rows, "HA-PACS/TCA GPU-GPU ping-pong: PEACH2 vs MVAPICH2-GDR (seed 001)", "pingpong-ha-pacs-tca")
     peach2 = [r for r in rows if r.series.startswith("TCA")]
 
     print("PEACH3 (seed 003): GPU-GPU ping-pong on the Gen3 testbed beside PEACH2 on HA-PACS/TCA")
@@ -241,7 +224,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 kind="predicted",
             )
         )
-    show(rows, "PEACH3 vs PEACH2 and MPI/IB, GPU-GPU ping-pong (seed 003 Fig. 4-5)", "pingpong-peach3")
+    section(rows, "PEACH3 vs PEACH2 and MPI/IB, GPU-GPU ping-pong (seed 003 Fig. 4-5)", "pingpong-peach3")
     return 0
 
 
