@@ -238,11 +238,6 @@ impl Cluster {
     pub fn decoded(&self, node: u32, channel: u8) -> &[SimTime] {
         &self.model.nodes[node as usize].channels[channel as usize].decoded
     }
-
-    /// The host parameters (for callers adding CPU-side costs).
-    pub fn host(&self) -> &HostSpec {
-        &self.model.host
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -308,7 +303,7 @@ enum Completes {
 
 struct Tlp {
     kind: TlpKind,
-    /// Global address while in the window, local after leaving through N.
+    /// Global (window) address: the router picks the target behind N from it.
     addr: u64,
     payload: u64,
     read_len: u64,

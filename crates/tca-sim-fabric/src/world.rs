@@ -253,9 +253,9 @@ impl World {
         self.cluster.address_map()
     }
 
-    /// Global address of `offset` bytes into `handle`, checking `len` bytes fit.
-    fn addr_in(&self, node: u32, handle: &Handle, offset: u64, len: u64) -> Result<u64, FabricError> {
-        let _ = node;
+    /// Global address of `offset` bytes into `handle` (a live handle of any node), checking
+    /// `len` bytes fit.
+    fn addr_in(&self, handle: &Handle, offset: u64, len: u64) -> Result<u64, FabricError> {
         match self.engines.get(handle.node as usize) {
             Some(e) if e.is_live(handle) => {}
             _ => return Err(TcaError::InvalidHandle.into()),
@@ -264,6 +264,14 @@ impl World {
             Some(end) if end <= handle.size => Ok(handle.addr + offset),
             _ => Err(TcaError::OutOfBounds.into()),
         }
+    }
+
+    /// As [`World::addr_in`] for a buffer of `node` itself (what a CPU reads and writes directly).
+    fn own_addr(&self, node: u32, handle: &Handle, offset: u64, len: u64) -> Result<u64, FabricError> {
+        if handle.node as u32 != node {
+            return Err(TcaError::InvalidHandle.into());
+        }
+        self.addr_in(handle, offset, len)
     }
 
     /// Carries out or starts request `op` of the rank on `node`.
@@ -287,18 +295,12 @@ impl World {
                 done(Reply::Unit)
             }
             Op::Write { handle, offset, bytes } => {
-                if handle.node as u32 != node {
-                    return Err(TcaError::InvalidHandle.into());
-                }
-                let addr = self.addr_in(node, &handle, offset, bytes.len() as u64)?;
+                let addr = self.own_addr(node, &handle, offset, bytes.len() as u64)?;
                 self.memory.write(addr, &bytes);
                 done(Reply::Unit)
             }
             Op::Read { handle, offset, len } => {
-                if handle.node as u32 != node {
-                    return Err(TcaError::InvalidHandle.into());
-                }
-                let addr = self.addr_in(node, &handle, offset, len)?;
+                let addr = self.own_addr(node, &handle, offset, len)?;
                 done(Reply::Bytes(self.memory.read(addr, len).ok_or(TcaError::InvalidHandle)?))
             }
             Op::SetChain { channel, desc } => {
@@ -327,7 +329,7 @@ impl World {
                 if bytes.is_empty() {
                     return Err(TcaError::ZeroSize.into());
                 }
-                let addr = self.addr_in(node, &dst, offset, bytes.len() as u64)?;
+                let addr = self.addr_in(&dst, offset, bytes.len() as u64)?;
                 let id = self.next_pio;
                 self.next_pio += 1;
                 self.cluster
@@ -337,10 +339,7 @@ impl World {
                 done(Reply::Unit)
             }
             Op::WaitValue { handle, offset, bytes } => {
-                if handle.node as u32 != node {
-                    return Err(TcaError::InvalidHandle.into());
-                }
-                let addr = self.addr_in(node, &handle, offset, bytes.len() as u64)?;
+                let addr = self.own_addr(node, &handle, offset, bytes.len() as u64)?;
                 let w = Wait::Value { addr, bytes };
                 Ok(match self.ready_at(&w) {
                     Some(_) => Submitted::Done(Ok(Reply::Unit)),
