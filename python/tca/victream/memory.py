@@ -16,7 +16,7 @@ only when the copy completes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass
@@ -73,6 +73,13 @@ class MemoryManager:
             if e.state == "resident" and e.locks == 0 and e.out is None and pid not in exclude
         ]
         return [pid for _, pid in sorted(c)]
+
+    def clone(self) -> MemoryManager:
+        """An independent copy (the optimal-schedule search branches on copies)."""
+        m = object.__new__(MemoryManager)
+        m.__dict__.update(self.__dict__)
+        m.entries = {pid: replace(e) for pid, e in self.entries.items()}
+        return m
 
     # commands
     def reserve(self, pid: int, nbytes: int, state: str) -> None:

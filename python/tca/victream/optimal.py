@@ -17,7 +17,6 @@ two iterations each; parameters of Table 6.1.
 
 from __future__ import annotations
 
-import copy
 import sys
 from dataclasses import dataclass
 
@@ -154,9 +153,6 @@ def search(case: Case, limit_states: int = 2_000_000) -> Result:
     core = Core([case.capacity] * case.devices, "oracle", case.load_threshold, case.swap_threshold)
     sim = Simulation(core, ctx.cost, record=False)
     memo: dict = {}
-    shared = {id(st): st for b in batches for st in b.subtasks}
-    shared.update({id(p): p for b in batches for p in b.partitions})
-    shared[id(ctx.cost)] = ctx.cost
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
     def solve(sim: Simulation, bi: int) -> tuple[int, int]:
@@ -184,7 +180,7 @@ def search(case: Case, limit_states: int = 2_000_000) -> Result:
                 if waited:
                     continue
                 waited = True
-            child = copy.deepcopy(sim, dict(shared))
+            child = sim.clone()
             child.apply(g, c if fits else None)
             a, b = solve(child, bi)
             lo = a if lo is None else min(lo, a)

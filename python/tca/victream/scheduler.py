@@ -37,7 +37,7 @@ into the global list, then the lower subtask id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tca import TcaError
 from tca.victream.dag import Batch, Subtask
@@ -189,6 +189,27 @@ class Core:
         if not self._ptask_since:
             return None
         return min(self._ptask_since.values()) + self.ptask_wait_ps
+
+    def clone(self) -> Core:
+        """An independent copy sharing the immutable subtasks (for the optimal search)."""
+        c = object.__new__(Core)
+        c.__dict__.update(self.__dict__)
+        c.mem = [m.clone() for m in self.mem]
+        c.stats = [replace(s) for s in self.stats]
+        c.parts = {p: replace(ps, consumers=set(ps.consumers)) for p, ps in self.parts.items()}
+        c.state = dict(self.state)
+        c.device_of = dict(self.device_of)
+        c.unfinished_parents = {k: set(v) for k, v in self.unfinished_parents.items()}
+        c.children = {k: set(v) for k, v in self.children.items()}
+        c.ready = dict(self.ready)
+        c.queued = [list(q) for q in self.queued]
+        c.prefetch = [
+            None if p is None else _Prefetch(p.sid, list(p.waiting), set(p.loading)) for p in self.prefetch
+        ]
+        c._passed = set(self._passed)
+        c._ptask_since = dict(self._ptask_since)
+        c._out = list(self._out)
+        return c
 
     def poll_actions(self) -> list:
         out, self._out = self._out, []

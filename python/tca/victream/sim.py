@@ -81,6 +81,19 @@ class Simulation:
         if not self.compute_ps:
             self.compute_ps = [0] * self.core.n_devices
 
+    def clone(self) -> Simulation:
+        """An independent copy of the simulation (the optimal search branches on copies)."""
+        c = object.__new__(type(self))
+        c.__dict__.update(self.__dict__)
+        c.core = self.core.clone()
+        c.spans = list(self.spans)
+        c.busy_until = dict(self.busy_until)
+        c.compute_ps = list(self.compute_ps)
+        c._heap = list(self._heap)
+        c.file_results = set(self.file_results)
+        c.host_ready = dict(self.host_ready)
+        return c
+
     def run_batch(self, batch: Batch, on_done=None) -> None:
         """Submits ``batch`` and advances time until the core is finished.
 
