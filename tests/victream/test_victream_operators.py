@@ -204,3 +204,29 @@ def test_bad_inputs_are_clear_errors():
         c.from_file("/nonexistent/x.npy")
     with pytest.raises(TcaError, match="halo"):
         c.array(np.zeros((100, 2)), partition_rows=2).map(lambda t, i: t, MM(halo=3))
+
+
+@pytest.mark.parametrize("scheduler", ["fifo", "ptask", "locality", "victream"])
+def test_threaded_runtime_with_room_for_two_partitions(scheduler):
+    """No deadlock on real (emulated) devices that hold exactly two 8 KiB partitions."""
+    devs = [VirtualGPU(2 * 8 * KiB, "20GB/s", "0us", name=f"gpu{i}") for i in range(2)]
+    c = Context(devs, scheduler=scheduler, partition_size="8KiB", timeout=60)
+    a = rng().random((6 * 1024,))  # 6 partitions of 8 KiB
+    y = c.array(a)
+    for k in range(5):
+        y = y.map(lambda v, k=k: v + k)
+    np.testing.assert_allclose(y.collect(), a + 10)
+    assert max(m.peak for m in c.core.mem) <= 2 * 8 * KiB
+
+
+def test_sim_device_with_a_slower_bus_takes_longer():
+    """Per-device buses in the cost model (GPUs behind a slower link, e.g. a network)."""
+    from tca.victream import workloads as W
+
+    def run(slow_bw):
+        devs = [VirtualGPU("64MiB", "6GB/s", name="gpu0"), VirtualGPU("64MiB", slow_bw, name="gpu1")]
+        ctx = Context(devs, mode="sim", partition_size="4MiB")
+        W.run(ctx, W.make_inputs("logreg", 256 * 2**20, real=False))
+        return ctx.summary().elapsed_s
+
+    assert run("1GB/s") > 1.1 * run("6GB/s")

@@ -80,7 +80,9 @@ def _mib(n: int) -> str:
 class Context:
     """Devices plus the Victream runtime.
 
-    ``devices``: a number of devices or a list of :class:`VirtualGPU` / :class:`CupyGPU`.
+    ``devices``: a number of devices or a list of :class:`VirtualGPU` / :class:`CupyGPU` (in
+    sim mode, VirtualGPU objects describe the simulated devices: capacity, bus, speed; with
+    ``mode="cupy"`` and more devices than GPUs, devices share GPUs round-robin).
     ``device_memory`` [B], ``bus_bandwidth`` [B/s], ``bus_latency`` [s] and ``compute_speed``
     describe generated devices (virtual and sim). ``scheduler``: fifo, ptask, locality or
     victream. ``partition_size`` [B]: about 256 MiB by default (seed 002 §6.1.2).
@@ -153,8 +155,11 @@ class Context:
         )
         self.core = Core(*self._core_args)
         self.cost = CostModel(
-            bus_bandwidth=parse_rate(bus_bandwidth),
-            bus_latency=parse_time(bus_latency),
+            # each device's own bus (a list lets devices differ, e.g. some behind a network)
+            bus_bandwidth=[
+                float(getattr(d, "bus_bandwidth", parse_rate(bus_bandwidth))) for d in self.devices
+            ],
+            bus_latency=[float(getattr(d, "bus_latency", parse_time(bus_latency))) for d in self.devices],
             file_read=parse_rate(file_read),
             file_write=parse_rate(file_write),
             compute_speed=[getattr(d, "compute_speed", 1.0) for d in self.devices],

@@ -2,7 +2,7 @@
 
 tca victream bench --workload logreg|sort|blur|matmul|pansharpen --devices N
                    --device-memory 64MiB --bus-bandwidth 2GB/s --data 512MiB
-                   --scheduler fifo,ptask,locality,victream [--mode virtual|cupy|sim]
+                   --scheduler fifo,ptask,locality,victream [--mode auto|virtual|cupy|sim]
                    [--partition auto|16MiB] [--iterations K] [--check] [--json] [--plot FILE]
 tca victream optimal --workload logreg|blur4|blur5|matmul|all --mode sim [--json]
 """
@@ -40,7 +40,11 @@ def add_parser(subparsers) -> None:
     b.add_argument(
         "--scheduler", default=",".join(POLICIES), help="comma-separated schedulers (default: all)"
     )
-    b.add_argument("--mode", default="virtual", help=f"one of: {', '.join(MODES)} (default virtual)")
+    b.add_argument(
+        "--mode",
+        default="auto",
+        help=f"one of: {', '.join(MODES)}, auto (default: cupy if a GPU is usable, else virtual)",
+    )
     b.add_argument("--iterations", type=int, help="iterations (logreg, blur, matmul)")
     b.add_argument("--compute-speed", type=float, default=1.0, help="device compute speed factor (default 1)")
     b.add_argument("--seed", type=int, default=1, help="seed of the synthetic data (default 1)")
@@ -57,6 +61,10 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.mode == "auto":
+        from tca.victream.devices import cupy_available
+
+        args.mode = "cupy" if cupy_available()[0] else "virtual"
     if args.mode not in MODES:
         raise TcaError(f"unknown mode '{args.mode}' (expected one of: {', '.join(MODES)})")
     if args.devices < 1:

@@ -133,7 +133,9 @@ class ThreadedRuntime:
                     ev = events.get(timeout=wait)
                 except queue.Empty:
                     if core.inflight == 0 and core.poll_timeout() is None:
-                        raise RuntimeError(f"runtime stalled with {core.pending} subtasks pending") from None
+                        raise TcaError(
+                            f"internal error: runtime stalled with {core.pending} subtasks pending"
+                        ) from None
                     core.handle_timeout(now_ps())
                     continue
                 kind, g, x, payload = ev

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from tca import TcaError
 from tca.victream.dag import Batch
 from tca.victream.scheduler import Core, Drop, Run, SwapIn, SwapOut
 
@@ -26,28 +27,32 @@ TABLE_6_1 = {"bus_bandwidth": 6377e6, "file_read": 2482e6, "file_write": 1680e6}
 class CostModel:
     """Durations of the simulated operations.
 
-    ``bus_bandwidth`` [B/s] and ``bus_latency`` [s] of each direction of a device's bus;
+    ``bus_bandwidth`` [B/s] and ``bus_latency`` [s] of each direction of a device's bus (one
+    value for all devices, or one per device: e.g. GPUs behind a slower network bus);
     ``file_read`` / ``file_write`` [B/s] of the host's input/output files (seed 002 Table 6.1);
     ``compute_speed``: a device's speed relative to the reference on which ``Subtask.cost_s``
     is given (one value for all devices, or one per device).
     """
 
-    bus_bandwidth: float = TABLE_6_1["bus_bandwidth"]
-    bus_latency: float = 10e-6
+    bus_bandwidth: float | list[float] = TABLE_6_1["bus_bandwidth"]
+    bus_latency: float | list[float] = 10e-6
     file_read: float = TABLE_6_1["file_read"]
     file_write: float = TABLE_6_1["file_write"]
     compute_speed: float | list[float] = 1.0
 
-    def transfer_ps(self, nbytes: int, bandwidth: float | None = None) -> int:
-        bw = bandwidth or self.bus_bandwidth
-        return round((self.bus_latency + nbytes / bw) * PS)
+    def transfer_ps(self, nbytes: int, device: int = 0) -> int:
+        bw, lat = _of(self.bus_bandwidth, device), _of(self.bus_latency, device)
+        return round((lat + nbytes / bw) * PS)
 
     def file_ps(self, nbytes: int, write: bool) -> int:
         return round(nbytes / (self.file_write if write else self.file_read) * PS)
 
     def compute_ps(self, cost_s: float, device: int) -> int:
-        speed = self.compute_speed[device] if isinstance(self.compute_speed, list) else self.compute_speed
-        return round(cost_s / speed * PS)
+        return round(cost_s / _of(self.compute_speed, device) * PS)
+
+
+def _of(value, device: int):
+    return value[device] if isinstance(value, list) else value
 
 
 @dataclass
@@ -129,9 +134,7 @@ class Simulation:
                 return None
             deadline = core.poll_timeout()
             if not self._heap and deadline is None:
-                raise RuntimeError(
-                    f"simulation stalled: nothing in flight and {core.pending} subtasks pending"
-                )
+                raise TcaError(f"simulation stalled: nothing in flight and {core.pending} subtasks pending")
             if deadline is not None and (not self._heap or deadline < self._heap[0][0]):
                 self.now = max(self.now, deadline)
                 core.handle_timeout(self.now)
@@ -162,11 +165,11 @@ class Simulation:
             if a.from_file:
                 t = self._occupy("file-read", -1, c.file_ps(a.nbytes, False), label)
                 self.host_ready[a.pid] = t
-            end = self._occupy("in", a.device, c.transfer_ps(a.nbytes), label, earliest=t)
+            end = self._occupy("in", a.device, c.transfer_ps(a.nbytes, a.device), label, earliest=t)
             self._push(end, "in", (a.device, a.pid))
         elif isinstance(a, SwapOut):
             label = self.core.parts[a.pid].label
-            end = self._occupy("out", a.device, c.transfer_ps(a.nbytes), label)
+            end = self._occupy("out", a.device, c.transfer_ps(a.nbytes, a.device), label)
             if a.result and a.pid in self.file_results:
                 end = self._occupy("file-write", -1, c.file_ps(a.nbytes, True), label, earliest=end)
             self._push(end, "out", (a.device, a.pid))
