@@ -1,4 +1,5 @@
 use crate::SimTime;
+use std::collections::VecDeque;
 
 /// A priority queue of events ordered by (time, insertion sequence).
 ///
@@ -6,22 +7,25 @@ use crate::SimTime;
 /// delivered in the order they were pushed, whatever the internal layout.
 ///
 /// The queue is *monotone*, as a discrete-event simulation is: nothing may be pushed earlier than
-/// the last popped time. That allows a radix heap: each event is keyed by a `u128` (time in the
-/// high half, sequence in the low half) and kept in the bucket of the highest bit in which its key
-/// differs from the last popped key. A pop takes bucket 0 or, when it is empty, the first
-/// non-empty bucket, whose minimum becomes the new reference and whose other events move to lower
-/// buckets. Each event moves only a few times, sequentially in memory, so push and pop cost a few
-/// nanoseconds whether 1e3 or 1e6 events are pending.
+/// the last popped time. That allows a radix heap: an event is kept in the bucket of the highest
+/// bit in which its time differs from the last popped time. Events at exactly that time wait in
+/// bucket 0, a FIFO (so in sequence order). A pop takes bucket 0 or, when it is empty, the first
+/// non-empty bucket, whose earliest time becomes the new reference; its events move to lower
+/// buckets, those at the new time into bucket 0 sorted by sequence. Each event moves only a few
+/// times, sequentially in memory, so push and pop stay cheap whether 1e3 or 1e6 events are
+/// pending.
 pub struct EventQueue<E> {
-    buckets: Vec<Vec<(u128, E)>>,
-    /// Bit `b - 1` is set when bucket `b` (1..=128) holds events.
-    occupied: u128,
-    last: u128,
+    /// Events at exactly `last`, in sequence order.
+    now: VecDeque<(u64, E)>,
+    /// Bucket `b` (1..=64) holds events whose time differs from `last` first in bit `b - 1`.
+    buckets: Vec<Vec<(u64, u64, E)>>,
+    /// Bit `b - 1` is set when bucket `b` holds events.
+    occupied: u64,
+    /// The last popped time [ps].
+    last: u64,
     len: usize,
     next_seq: u64,
 }
-
-const BUCKETS: usize = 129;
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
@@ -31,7 +35,14 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        Self { buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), occupied: 0, last: 0, len: 0, next_seq: 0 }
+        Self {
+            now: VecDeque::new(),
+            buckets: (0..65).map(|_| Vec::new()).collect(),
+            occupied: 0,
+            last: 0,
+            len: 0,
+            next_seq: 0,
+        }
     }
 
     /// An empty queue; the hint is accepted for API symmetry, buckets grow as needed.
@@ -39,8 +50,18 @@ impl<E> EventQueue<E> {
         Self::new()
     }
 
-    fn bucket(&self, key: u128) -> usize {
-        (128 - (key ^ self.last).leading_zeros()) as usize
+    fn bucket(&self, time: u64) -> usize {
+        (64 - (time ^ self.last).leading_zeros()) as usize
+    }
+
+    fn place(&mut self, time: u64, seq: u64, event: E) {
+        match self.bucket(time) {
+            0 => self.now.push_back((seq, event)),
+            b => {
+                self.buckets[b].push((time, seq, event));
+                self.occupied |= 1 << (b - 1);
+            }
+        }
     }
 
     /// Adds `event` at time `at`.
@@ -48,19 +69,12 @@ impl<E> EventQueue<E> {
     /// # Panics
     /// If `at` is earlier than the time of the last popped event.
     pub fn push(&mut self, at: SimTime, event: E) {
-        let key = (at.as_ps() as u128) << 64 | self.next_seq as u128;
-        assert!(key > self.last || self.len == 0 && self.last == 0, "event pushed before the last popped time");
+        let time = at.as_ps();
+        assert!(time >= self.last, "event pushed before the last popped time");
+        let seq = self.next_seq;
         self.next_seq += 1;
-        self.place(key, event);
         self.len += 1;
-    }
-
-    fn place(&mut self, key: u128, event: E) {
-        let b = self.bucket(key);
-        self.buckets[b].push((key, event));
-        if b > 0 {
-            self.occupied |= 1 << (b - 1);
-        }
+        self.place(time, seq, event);
     }
 
     /// Removes and returns the earliest event (the first pushed among equal times).
@@ -68,25 +82,33 @@ impl<E> EventQueue<E> {
         if self.len == 0 {
             return None;
         }
-        if self.buckets[0].is_empty() {
+        if self.now.is_empty() {
             let i = self.occupied.trailing_zeros() as usize + 1;
             self.occupied &= !(1 << (i - 1));
             let mut moving = std::mem::take(&mut self.buckets[i]);
-            self.last = moving.iter().map(|(k, _)| *k).min().expect("bucket not empty");
-            for (key, event) in moving.drain(..) {
-                self.place(key, event);
+            self.last = moving.iter().map(|e| e.0).min().expect("an occupied bucket");
+            let first_now = self.now.len();
+            for (time, seq, event) in moving.drain(..) {
+                self.place(time, seq, event);
+            }
+            // Events that reach bucket 0 together came from one bucket in no particular order.
+            if self.now.len() - first_now > 1 {
+                self.now.make_contiguous()[first_now..].sort_by_key(|e| e.0);
             }
             self.buckets[i] = moving; // keep the allocation
         }
-        let (key, event) = self.buckets[0].pop().expect("the minimum is in bucket 0");
+        let (_, event) = self.now.pop_front().expect("the earliest events are in bucket 0");
         self.len -= 1;
-        Some((SimTime::from_ps((key >> 64) as u64), event))
+        Some((SimTime::from_ps(self.last), event))
     }
 
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<SimTime> {
-        let bucket = self.buckets.iter().find(|b| !b.is_empty())?;
-        bucket.iter().map(|(k, _)| *k).min().map(|k| SimTime::from_ps((k >> 64) as u64))
+        if !self.now.is_empty() {
+            return Some(SimTime::from_ps(self.last));
+        }
+        let i = self.occupied.trailing_zeros() as usize + 1;
+        self.buckets.get(i)?.iter().map(|e| e.0).min().map(SimTime::from_ps)
     }
 
     pub fn len(&self) -> usize {
@@ -104,6 +126,29 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// Interleaved pushes (never before the last pop) and pops agree with a sorted list.
+        #[test]
+        fn interleaved_operations_match_a_sorted_model(ops in proptest::collection::vec((0u64..5, 0u64..40), 1..300)) {
+            let mut q = EventQueue::new();
+            let mut model: Vec<(u64, u64)> = Vec::new();
+            let (mut now, mut seq) = (0u64, 0u64);
+            for (kind, delta) in ops {
+                if kind == 0 && !model.is_empty() {
+                    model.sort();
+                    let (t, s) = model.remove(0);
+                    prop_assert_eq!(q.pop(), Some((SimTime::from_ps(t), s)));
+                    now = t;
+                } else {
+                    q.push(SimTime::from_ps(now + delta), seq);
+                    model.push((now + delta, seq));
+                    seq += 1;
+                }
+                prop_assert_eq!(q.len(), model.len());
+                model.sort();
+                prop_assert_eq!(q.peek_time(), model.first().map(|m| SimTime::from_ps(m.0)));
+            }
+        }
+
         /// Popping yields events sorted by time, and by push order among equal times.
         #[test]
         fn pops_in_time_then_sequence_order(times in proptest::collection::vec(0u64..20, 0..200)) {
