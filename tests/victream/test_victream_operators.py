@@ -84,6 +84,24 @@ def test_halo_map_sees_neighbours_and_offset(ctx):
     assert {(i.halo_top, i.halo_bottom) for i in seen} == {(0, 1), (1, 1), (1, 0)}
 
 
+def test_stencil_consumers_load_edge_rows_not_whole_neighbours():
+    """A GRDD consumed by a halo map emits its top and bottom rows as small partitions, so the
+    stencil subtask loads its own partition plus two edges (seed 002 §5.3.2)."""
+    c = ctx_for("out-of-core")
+    img = rng().random((64, 32), dtype=np.float32)
+    x = c.image(img, partition_rows=8)
+    y = x.map(lambda v: v * 2)
+    z = y.map(lambda t, info: t[info.halo_top : info.halo_top + info.rows] + t[0], MM(halo=1))
+    out = z.collect()
+    ref = np.concatenate([img[r : r + 8] * 2 + (img[max(r - 1, 0)] * 2) for r in range(0, 64, 8)])
+    np.testing.assert_allclose(out, ref)
+    stencil = [s for s in c.core.subtasks.values() if s.task.startswith(f"map#{z.id}")]
+    row = 32 * 4
+    for s in stencil:
+        sizes = sorted(c.core.parts[p].nbytes for p in s.inputs)
+        assert sizes[-1] == 8 * row and all(n == row for n in sizes[:-1])  # own partition + 1-row edges
+
+
 def test_group_by_key(ctx):
     keys = rng().integers(0, 50, 3000).astype(np.int64)
     vals = np.arange(3000, dtype=np.int64)

@@ -170,7 +170,10 @@ class Context:
         self._source_nbytes: dict[int, int] = {}
         self._source_kind: dict[int, str] = {}
         self._ids = itertools.count(1)
-        self._cached: dict[int, list[tuple[int, ...]]] = {}  # GRDD id -> its partitions, once computed
+        self._cached: dict[int, list[tuple[int, ...]]] = {}
+        self._edge_pids: dict[
+            tuple[int, int], list[tuple[int, int]]
+        ] = {}  # GRDD id -> its partitions, once computed
         self.spans: list = []
         self.compute_s = [0.0] * len(self.devices)
         self.elapsed_s = 0.0
@@ -305,6 +308,25 @@ class Context:
             for r0, r1 in bounds
         ]
         return GRDD(self, "source", fmts=(fmt,), dtype=dtype, bounds=bounds, ncols=row_elems, pids=pids)
+
+    def _source_edges(self, node, rows: int) -> list[tuple[int, int]]:
+        """Top and bottom ``rows`` of each partition of a source GRDD, as small source partitions
+        (created once per GRDD, then reused by every action)."""
+        key = (node.id, rows)
+        if key not in self._edge_pids:
+            row_bytes = node.ncols * node.dtype.itemsize
+            pairs = []
+            for pid in node.pids:
+                load, kind = self._loaders.get(pid), self._source_kind[pid]
+                pair = []
+                for sl in (slice(0, rows), slice(-rows, None)):
+                    loader = (
+                        None if load is None else (lambda load=load, sl=sl: {"a": np.array(load()["a"][sl])})
+                    )
+                    pair.append(self._add_source(rows * row_bytes, kind, loader))
+                pairs.append(tuple(pair))
+            self._edge_pids[key] = pairs
+        return self._edge_pids[key]
 
     def _add_source(self, nbytes: int, kind: str, loader) -> int:
         pid = self._new_id()

@@ -68,6 +68,9 @@ class GRDD:
         self.pids, self.extra = pids, extra
         self.id = ctx._new_id()
         self.cached = False
+        # rows of each partition's top and bottom edge that a stencil consumer needs (MM.halo):
+        # the subtasks producing this GRDD also emit them as small partitions (seed 002 §5.3.2)
+        self.edge_rows = 0
 
     # ---------------------------------------------------------------- metadata
     @property
@@ -103,6 +106,8 @@ class GRDD:
                 raise TcaError("MM.halo applies to a single image or dense GRDD")
             if self.bounds and min(b - a for a, b in self.bounds) < mm.halo:
                 raise TcaError(f"halo of {mm.halo} rows is wider than a partition; use larger partitions")
+            if self.kind in ("source", "map", "mapPartitions"):
+                self.edge_rows = max(self.edge_rows, mm.halo)
         return GRDD(
             self.ctx,
             "map",
@@ -291,6 +296,7 @@ class Plan:
         self.triggers: list[tuple[set[int], Callable]] = []
         self.metas: dict[int, Any] = {}
         self.nbytes: dict[int, int] = {}
+        self.edges: dict[int, list[tuple[int, int]]] = {}  # GRDD id -> (top, bottom) edge pids
         self.result_pids: list[int] | None = None
         self.file_results: set[int] = set()
 
@@ -379,6 +385,20 @@ class Plan:
                 )
             )
             self.nbytes[pid] = self.ctx._source_nbytes[pid]
+        if node.edge_rows and node.format in ("dense", "image"):
+            edges = self.ctx._source_edges(node, node.edge_rows)
+            for i, pair in enumerate(edges):
+                for pid, where in zip(pair, ("top", "bottom"), strict=True):
+                    self.parts.append(
+                        Partition(
+                            pid,
+                            self.ctx._source_nbytes[pid],
+                            self.ctx._source_kind[pid],
+                            f"g{node.id}.{i}.{where}",
+                        )
+                    )
+                    self.nbytes[pid] = self.ctx._source_nbytes[pid]
+            self.edges[node.id] = edges
         self.resolve(node, [(p,) for p in node.pids])
 
     def _expand_zip(self, node: GRDD) -> None:
@@ -412,7 +432,7 @@ class Plan:
 
         def got(members):
             bounds = node.bounds or [(0, 0)] * len(members)
-            outs = []
+            outs, my_edges = [], []
             for i, mem in enumerate(members):
                 in_bytes = [self.nbytes[p] for p in mem]
                 if mm.output_size is not None:
@@ -427,15 +447,41 @@ class Plan:
                 inputs = list(mem)
                 halo = mm.halo
                 if halo:
+                    # the neighbours' edge partitions when the parent emits them, else the
+                    # whole neighbouring partitions
+                    edges = self.edges.get(parent.id)
                     if i > 0:
-                        inputs.append(members[i - 1][0])
+                        inputs.append(edges[i - 1][1] if edges else members[i - 1][0])
                     if i + 1 < len(members):
-                        inputs.append(members[i + 1][0])
+                        inputs.append(edges[i + 1][0] if edges else members[i + 1][0])
+                outputs = [out]
+                edge = node.edge_rows if out_fmt in ("dense", "image") and node.bounds is not None else 0
+                if edge:
+                    esize = edge * node.ncols * node.dtype.itemsize
+                    pair = (
+                        self._part(esize, f"g{node.id}.{i}.top"),
+                        self._part(esize, f"g{node.id}.{i}.bottom"),
+                    )
+                    outputs += list(pair)
+                    my_edges.append(pair)
                 kernel = _elementwise_kernel(
-                    task, i, fn, in_fmts, out_fmt, ncols, halo, bounds, len(members), len(mem), node.rows
+                    task,
+                    i,
+                    fn,
+                    in_fmts,
+                    out_fmt,
+                    ncols,
+                    halo,
+                    bounds,
+                    len(members),
+                    len(mem),
+                    node.rows,
+                    edge,
                 )
-                self._subtask(task, i, inputs, [out], kernel, mm.cost_factor)
+                self._subtask(task, i, inputs, outputs, kernel, mm.cost_factor)
                 outs.append((out,))
+            if my_edges:
+                self.edges[node.id] = my_edges
             self.resolve(node, outs)
 
         self.request(parent, got)
@@ -584,7 +630,9 @@ class UserFunctionError(TcaError):
         self.task, self.index, self.error = task, index, error
 
 
-def _elementwise_kernel(task, i, fn, in_fmts, out_fmt, ncols, halo, bounds, n_parts, n_members, total_rows):
+def _elementwise_kernel(
+    task, i, fn, in_fmts, out_fmt, ncols, halo, bounds, n_parts, n_members, total_rows, edge=0
+):
     def kernel(blocks):
         views = [F.to_view(f, b, ncols) for f, b in zip(in_fmts, blocks[:n_members], strict=True)]
         if halo:
@@ -598,7 +646,11 @@ def _elementwise_kernel(task, i, fn, in_fmts, out_fmt, ncols, halo, bounds, n_pa
             out = _call(task, i, fn, tile, info)
         else:
             out = _call(task, i, fn, *views)
-        return [F.from_view(out_fmt, out, task)], None
+        block = F.from_view(out_fmt, out, task)
+        if edge:  # the top and bottom rows a stencil consumer of this GRDD needs
+            a = block["a"]
+            return [block, {"a": a[:edge]}, {"a": a[-edge:]}], None
+        return [block], None
 
     return kernel
 
