@@ -22,8 +22,9 @@ import numpy as np
 
 from tca import TcaError
 from tca.victream import formats as F
+from tca.victream.analyzer import Plan
 from tca.victream.devices import CupyGPU, VirtualGPU, parse_bytes, parse_rate, parse_time
-from tca.victream.grdd import GRDD, Plan
+from tca.victream.grdd import GRDD
 from tca.victream.scheduler import POLICIES, Core
 from tca.victream.sim import PS, CostModel, Simulation
 
@@ -182,7 +183,7 @@ class Context:
     # ------------------------------------------------------------------ GRDD creation
     def array(
         self, data, format: str = "dense", partition_size=None, partition_rows: int | None = None
-    ) -> GRDD:  # noqa: A002
+    ) -> GRDD:
         """A dense matrix or image (rows are partitioned) from a NumPy array; ``partition_rows``
         fixes the rows per partition (e.g. to align an image with a lower-resolution one)."""
         data = np.asarray(data)
@@ -205,7 +206,7 @@ class Context:
 
     def from_file(
         self, path: str, format: str = "dense", dtype=None, shape=None, partition_size=None
-    ) -> GRDD:  # noqa: A002
+    ) -> GRDD:
         """A dense matrix or image from a .npy file, or from a raw binary file with ``dtype`` and
         ``shape``. Partitions are read on first use."""
         try:
@@ -271,7 +272,7 @@ class Context:
         shape,
         dtype="float32",
         partition_size=None,
-        key_dtype="int64",  # noqa: A002
+        key_dtype="int64",
         partition_rows: int | None = None,
     ) -> GRDD:
         """A GRDD with metadata only, for sim mode (what-if studies on data that does not exist)."""

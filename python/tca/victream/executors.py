@@ -15,7 +15,7 @@ import threading
 import time
 
 from tca import TcaError
-from tca.victream.grdd import UserFunctionError
+from tca.victream.analyzer import UserFunctionError
 from tca.victream.scheduler import Drop, Run, SwapIn, SwapOut
 from tca.victream.sim import Span
 
