@@ -50,10 +50,7 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 fn bad(error: TcaError, detail: impl Into<String>) -> ConfigError {
-    ConfigError {
-        error,
-        detail: detail.into(),
-    }
+    ConfigError { error, detail: detail.into() }
 }
 
 impl Config {
@@ -67,19 +64,15 @@ impl Config {
         let num = |name: &str| -> Result<Option<u64>, ConfigError> {
             match var(name) {
                 None => Ok(None),
-                Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
-                    bad(
-                        TcaError::NotInitialized,
-                        format!("{name}={v:?} is not a number"),
-                    )
-                }),
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| bad(TcaError::NotInitialized, format!("{name}={v:?} is not a number"))),
             }
         };
-        let pairs = [
-            ("TCA_RANK", "TCA_SIZE"),
-            ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-            ("PMI_RANK", "PMI_SIZE"),
-        ];
+        let pairs =
+            [("TCA_RANK", "TCA_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")];
         let mut found = None;
         for (r, s) in pairs {
             if let (Some(rank), Some(size)) = (num(r)?, num(s)?) {
@@ -100,47 +93,24 @@ impl Config {
             ));
         }
         if size == 0 || rank >= size {
-            return Err(bad(
-                TcaError::InvalidNode,
-                format!("rank {rank} of {size} ranks"),
-            ));
+            return Err(bad(TcaError::InvalidNode, format!("rank {rank} of {size} ranks")));
         }
         let job = if source == "TCA_RANK" {
-            var("TCA_JOB_ID")
-                .ok_or_else(|| bad(TcaError::NotInitialized, "TCA_RANK set but no TCA_JOB_ID"))?
+            var("TCA_JOB_ID").ok_or_else(|| bad(TcaError::NotInitialized, "TCA_RANK set but no TCA_JOB_ID"))?
         } else if let Some(ns) = var("PMIX_NAMESPACE") {
             format!("pmix-{ns}")
         } else {
             format!("ppid-{}", crate::sys::getppid())
         };
-        let job: String = job
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "_.-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let job: String =
+            job.chars().map(|c| if c.is_ascii_alphanumeric() || "_.-".contains(c) { c } else { '_' }).collect();
         if job.is_empty() || job.len() > 200 {
             return Err(bad(TcaError::NotInitialized, "job id empty or too long"));
         }
         let heap_bytes = num("TCA_SHM_BYTES")?.unwrap_or(DEFAULT_HEAP_BYTES);
-        let timeout = num("TCA_TIMEOUT_MS")?
-            .map(Duration::from_millis)
-            .unwrap_or(DEFAULT_TIMEOUT);
-        let spin = num("TCA_SPIN_US")?
-            .map(Duration::from_micros)
-            .unwrap_or(DEFAULT_SPIN);
-        Ok(Config {
-            rank: rank as u16,
-            size: size as u16,
-            job,
-            heap_bytes,
-            timeout,
-            spin,
-        })
+        let timeout = num("TCA_TIMEOUT_MS")?.map(Duration::from_millis).unwrap_or(DEFAULT_TIMEOUT);
+        let spin = num("TCA_SPIN_US")?.map(Duration::from_micros).unwrap_or(DEFAULT_SPIN);
+        Ok(Config { rank: rank as u16, size: size as u16, job, heap_bytes, timeout, spin })
     }
 
     /// Reads the configuration from the process environment.
@@ -163,22 +133,14 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let m: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let m: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_vars(|k| m.get(k).cloned())
     }
 
     #[test]
     fn tca_run_variables() {
-        let c = cfg(&[
-            ("TCA_RANK", "2"),
-            ("TCA_SIZE", "4"),
-            ("TCA_JOB_ID", "j/1"),
-            ("TCA_TIMEOUT_MS", "1500"),
-        ])
-        .unwrap();
+        let c =
+            cfg(&[("TCA_RANK", "2"), ("TCA_SIZE", "4"), ("TCA_JOB_ID", "j/1"), ("TCA_TIMEOUT_MS", "1500")]).unwrap();
         assert_eq!((c.rank, c.size, c.job.as_str()), (2, 4, "j_1"));
         assert_eq!(c.timeout, Duration::from_millis(1500));
         assert_eq!(c.segment_name(3), "tca-j_1-3");
@@ -186,12 +148,9 @@ mod tests {
 
     #[test]
     fn mpi_launcher_variables() {
-        let c = cfg(&[
-            ("OMPI_COMM_WORLD_RANK", "1"),
-            ("OMPI_COMM_WORLD_SIZE", "2"),
-            ("PMIX_NAMESPACE", "prterun-x-1@1"),
-        ])
-        .unwrap();
+        let c =
+            cfg(&[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2"), ("PMIX_NAMESPACE", "prterun-x-1@1")])
+                .unwrap();
         assert_eq!((c.rank, c.size), (1, 2));
         assert_eq!(c.job, "pmix-prterun-x-1_1");
         let c = cfg(&[("PMI_RANK", "0"), ("PMI_SIZE", "3")]).unwrap();

@@ -12,8 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tca_api::{
-    Action, Desc, DmaMode, Engine, Handle, MemoryType, ProxyDone, TcaError, TcaResult, Token,
-    WaitStatus, CHANNELS,
+    Action, Desc, DmaMode, Engine, Handle, MemoryType, ProxyDone, TcaError, TcaResult, Token, WaitStatus, CHANNELS,
 };
 use tca_hw::descriptor::{Descriptor, DESCRIPTOR_BYTES};
 
@@ -81,10 +80,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn cerr(error: TcaError, detail: impl Into<String>) -> ConfigError {
-    ConfigError {
-        error,
-        detail: detail.into(),
-    }
+    ConfigError { error, detail: detail.into() }
 }
 
 /// Removes a name on drop unless disarmed: no segment name outlives a failed init.
@@ -124,6 +120,7 @@ impl Fabric {
         let len = HEAP + heap_bytes as usize;
         let me = cfg.rank;
         let my_name = cfg.segment_name(me);
+        sweep_stale();
         let own = create_own(&my_name, len)?;
         let mut guard = UnlinkGuard(Some(my_name.clone()));
         {
@@ -132,7 +129,7 @@ impl Fabric {
             h.node.store(u32::from(me), Ordering::Relaxed);
             h.nodes.store(u32::from(cfg.size), Ordering::Relaxed);
             h.bytes.store(len as u64, Ordering::Relaxed);
-            h.magic.store(segment::MAGIC, Ordering::Relaxed);
+            h.magic.store(segment::MAGIC, Ordering::Release);
             h.state.store(state::READY, Ordering::Release);
         }
         let deadline = Instant::now() + cfg.timeout;
@@ -144,18 +141,12 @@ impl Fabric {
             }
         }
         let segs: Vec<Segment> = maps.into_iter().flatten().map(Segment::new).collect();
-        segs[me as usize]
-            .header()
-            .state
-            .store(state::MAPPED, Ordering::Release);
+        segs[me as usize].header().state.store(state::MAPPED, Ordering::Release);
         for r in 0..cfg.size {
             while segs[r as usize].header().state.load(Ordering::Acquire) < state::MAPPED {
                 let pid = segs[r as usize].header().pid.load(Ordering::Relaxed);
                 if !sys::process_alive(pid) {
-                    return Err(cerr(
-                        TcaError::PeerDead,
-                        format!("rank {r} died while the job started"),
-                    ));
+                    return Err(cerr(TcaError::PeerDead, format!("rank {r} died while the job started")));
                 }
                 if Instant::now() > deadline {
                     return Err(cerr(
@@ -187,10 +178,7 @@ impl Fabric {
             .name(format!("tca-dma-{me}"))
             .spawn(move || engine_thread(&worker))
             .map_err(|e| cerr(TcaError::OutOfMemory, format!("engine thread: {e}")))?;
-        Ok(Fabric {
-            inner,
-            thread: Mutex::new(Some(thread)),
-        })
+        Ok(Fabric { inner, thread: Mutex::new(Some(thread)) })
     }
 
     /// This rank (TCA node id).
@@ -234,9 +222,7 @@ impl Fabric {
         if size == 0 {
             return Err(TcaError::ZeroSize);
         }
-        let off = lock(&self.inner.heap)
-            .alloc(size)
-            .ok_or(TcaError::OutOfMemory)?;
+        let off = lock(&self.inner.heap).alloc(size).ok_or(TcaError::OutOfMemory)?;
         Ok(self.inner.own().base().wrapping_add(off as usize))
     }
 
@@ -265,13 +251,8 @@ impl Fabric {
         if size == 0 {
             return Err(TcaError::ZeroSize);
         }
-        let off = self
-            .inner
-            .own_offset(ptr.cast_mut())
-            .ok_or(TcaError::InvalidHandle)?;
-        lock(&self.inner.heap)
-            .block_of(off, size)
-            .ok_or(TcaError::InvalidHandle)?;
+        let off = self.inner.own_offset(ptr.cast_mut()).ok_or(TcaError::InvalidHandle)?;
+        lock(&self.inner.heap).block_of(off, size).ok_or(TcaError::InvalidHandle)?;
         let addr = segment::global(self.rank(), off);
         lock(&self.inner.engine).create_handle(addr, size, mem)
     }
@@ -293,9 +274,7 @@ impl Fabric {
         if h.node != self.rank() || !lock(&self.inner.engine).is_live(h) {
             return Err(TcaError::InvalidHandle);
         }
-        self.inner
-            .ptr(h.node, h.addr, h.size)
-            .ok_or(TcaError::InvalidHandle)
+        self.inner.ptr(h.node, h.addr, h.size).ok_or(TcaError::InvalidHandle)
     }
 
     // ---- DMA ----
@@ -324,9 +303,7 @@ impl Fabric {
         let mut tables = lock(&self.inner.tables);
         let table = if desc.mode() == DmaMode::Chaining {
             let bytes = (desc.len() * DESCRIPTOR_BYTES) as u64;
-            let off = lock(&self.inner.heap)
-                .alloc(bytes)
-                .ok_or(TcaError::OutOfMemory)?;
+            let off = lock(&self.inner.heap).alloc(bytes).ok_or(TcaError::OutOfMemory)?;
             Some((off, desc.len()))
         } else {
             None
@@ -403,11 +380,7 @@ impl Fabric {
         if h.node >= self.size() {
             return Err(TcaError::InvalidNode);
         }
-        let watch = if h.node == self.rank() {
-            Watch::Nobody
-        } else {
-            Watch::Peer(h.node)
-        };
+        let watch = if h.node == self.rank() { Watch::Nobody } else { Watch::Peer(h.node) };
         let mut work = Work::default();
         self.wait(watch, false, true, |inner| {
             inner.progress(&mut work);
@@ -437,14 +410,8 @@ impl Fabric {
         if !h.contains(offset, len) {
             return Err(TcaError::OutOfBounds);
         }
-        self.inner
-            .ptr(h.node, h.addr, h.size)
-            .ok_or(TcaError::InvalidHandle)?;
-        Ok(PioRegion {
-            node: h.node,
-            addr: h.addr + offset,
-            len,
-        })
+        self.inner.ptr(h.node, h.addr, h.size).ok_or(TcaError::InvalidHandle)?;
+        Ok(PioRegion { node: h.node, addr: h.addr + offset, len })
     }
 
     /// Stores `data` at `offset` of a PIO window (`tcaSendPIO`): CPU stores into the
@@ -465,10 +432,7 @@ impl Fabric {
         if r.node >= self.size() {
             return Err(TcaError::InvalidNode);
         }
-        let dst = self
-            .inner
-            .ptr(r.node, r.addr + offset, len)
-            .ok_or(TcaError::OutOfBounds)?;
+        let dst = self.inner.ptr(r.node, r.addr + offset, len).ok_or(TcaError::OutOfBounds)?;
         // SAFETY: dst..dst+len lies inside the destination's heap (checked above); data is a
         // separate slice of the caller.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
@@ -512,10 +476,7 @@ impl Fabric {
         if h.node != self.rank() {
             return Err(TcaError::InvalidHandle);
         }
-        let word = self
-            .inner
-            .ptr(h.node, h.addr + offset, 4)
-            .ok_or(TcaError::InvalidHandle)?;
+        let word = self.inner.ptr(h.node, h.addr + offset, 4).ok_or(TcaError::InvalidHandle)?;
         // SAFETY: 4-byte aligned (segment base and handle offsets keep the low bits), inside
         // this rank's heap.
         let word = unsafe { &*word.cast::<AtomicU32>() };
@@ -529,14 +490,8 @@ impl Fabric {
         if !lock(&self.inner.engine).is_live(h) {
             return Err(TcaError::InvalidHandle);
         }
-        let watch = if peer == self.rank() {
-            Watch::Nobody
-        } else {
-            Watch::Peer(peer)
-        };
-        self.wait(watch, true, false, |_| {
-            Ok(word.load(Ordering::Acquire) == value)
-        })
+        let watch = if peer == self.rank() { Watch::Nobody } else { Watch::Peer(peer) };
+        self.wait(watch, true, false, |_| Ok(word.load(Ordering::Acquire) == value))
     }
 
     // ---- bootstrap (handle exchange without MPI) ----
@@ -570,27 +525,19 @@ impl Fabric {
         me.header().boot_seq.0.store(write_seq, Ordering::Release);
         inner.ring_all_app_bells();
         self.wait(Watch::Everyone, true, false, |inner| {
-            Ok(inner
-                .segs
-                .iter()
-                .all(|s| s.header().boot_seq.0.load(Ordering::Acquire) >= write_seq))
+            Ok(inner.segs.iter().all(|s| s.header().boot_seq.0.load(Ordering::Acquire) >= write_seq))
         })?;
         for (r, s) in inner.segs.iter().enumerate() {
             if s.header().boot_len.0.load(Ordering::Relaxed) != n as u64 {
                 return Err(TcaError::OutOfBounds);
             }
             // SAFETY: rank r published n bytes before its release store of write_seq.
-            unsafe {
-                std::ptr::copy_nonoverlapping(s.base().add(BOOT), recv.as_mut_ptr().add(r * n), n)
-            };
+            unsafe { std::ptr::copy_nonoverlapping(s.base().add(BOOT), recv.as_mut_ptr().add(r * n), n) };
         }
         me.header().boot_seq.0.store(read_seq, Ordering::Release);
         inner.ring_all_app_bells();
         self.wait(Watch::Everyone, true, false, |inner| {
-            Ok(inner
-                .segs
-                .iter()
-                .all(|s| s.header().boot_seq.0.load(Ordering::Acquire) >= read_seq))
+            Ok(inner.segs.iter().all(|s| s.header().boot_seq.0.load(Ordering::Acquire) >= read_seq))
         })?;
         *round += 1;
         Ok(())
@@ -704,12 +651,7 @@ impl Backoff {
     const FIRST_SLEEP: Duration = Duration::from_micros(20);
 
     fn new(spin: Duration) -> Self {
-        Self {
-            start: None,
-            spin,
-            calls: 0,
-            sleeps: 0,
-        }
+        Self { start: None, spin, calls: 0, sleeps: 0 }
     }
 
     /// Time since the first read of the clock.
@@ -787,17 +729,14 @@ impl Inner {
 
     fn peer_alive(&self, node: u16) -> bool {
         let h: &Header = self.segs[node as usize].header();
-        h.state.load(Ordering::Acquire) != state::FINISHED
-            && sys::process_alive(h.pid.load(Ordering::Relaxed))
+        h.state.load(Ordering::Acquire) != state::FINISHED && sys::process_alive(h.pid.load(Ordering::Relaxed))
     }
 
     fn dead_peer(&self, watch: Watch) -> Option<u16> {
         match watch {
             Watch::Nobody => None,
             Watch::Peer(p) => (!self.peer_alive(p)).then_some(p),
-            Watch::Everyone => (0..self.cfg.size)
-                .filter(|&r| r != self.cfg.rank)
-                .find(|&r| !self.peer_alive(r)),
+            Watch::Everyone => (0..self.cfg.size).filter(|&r| r != self.cfg.rank).find(|&r| !self.peer_alive(r)),
         }
     }
 
@@ -862,11 +801,7 @@ impl Inner {
         match m {
             Msg::Request(r) => {
                 if let Err(err) = e.handle_proxy_request(r) {
-                    let done = ProxyDone {
-                        responder: self.cfg.rank,
-                        token: r.token,
-                        result: Err(err),
-                    };
+                    let done = ProxyDone { responder: self.cfg.rank, token: r.token, result: Err(err) };
                     refusals.push((r.requester, Msg::Done(done)));
                 }
             }
@@ -874,6 +809,28 @@ impl Inner {
             Msg::Done(d) => {
                 let _ = e.handle_proxy_done(d);
             }
+        }
+    }
+}
+
+/// Removes the names of segments whose owner died before it could remove them (a rank killed
+/// inside `tcaInit` under a launcher that does not clean up): a name is removed only when its
+/// header is valid (so its creator finished writing it) and names a process that is gone.
+pub fn sweep_stale() {
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("tca-") {
+            continue;
+        }
+        let Ok(Some(m)) = sys::shm_open_existing(&name, HEAP) else {
+            continue;
+        };
+        let h = Segment::new_ref(&m);
+        if h.magic.load(Ordering::Acquire) == segment::MAGIC && !sys::process_alive(h.pid.load(Ordering::Relaxed)) {
+            let _ = sys::shm_unlink(&name);
         }
     }
 }
@@ -900,17 +857,11 @@ fn create_own(name: &str, len: usize) -> Result<sys::Mapping, ConfigError> {
                 let _ = sys::shm_unlink(name);
             }
             Err(e) => {
-                return Err(cerr(
-                    TcaError::OutOfMemory,
-                    format!("cannot create /dev/shm/{name} ({len} bytes): {e}"),
-                ))
+                return Err(cerr(TcaError::OutOfMemory, format!("cannot create /dev/shm/{name} ({len} bytes): {e}")))
             }
         }
     }
-    Err(cerr(
-        TcaError::NotInitialized,
-        format!("cannot claim /dev/shm/{name}"),
-    ))
+    Err(cerr(TcaError::NotInitialized, format!("cannot claim /dev/shm/{name}")))
 }
 
 fn open_peer(cfg: &Config, r: u16, deadline: Instant) -> Result<sys::Mapping, ConfigError> {
@@ -931,20 +882,12 @@ fn open_peer(cfg: &Config, r: u16, deadline: Instant) -> Result<sys::Mapping, Co
                 }
             }
             Ok(None) => {}
-            Err(e) => {
-                return Err(cerr(
-                    TcaError::OutOfMemory,
-                    format!("cannot map /dev/shm/{name}: {e}"),
-                ))
-            }
+            Err(e) => return Err(cerr(TcaError::OutOfMemory, format!("cannot map /dev/shm/{name}: {e}"))),
         }
         if Instant::now() > deadline {
             return Err(cerr(
                 TcaError::Timeout,
-                format!(
-                    "rank {r} of job {} did not start within {:?}",
-                    cfg.job, cfg.timeout
-                ),
+                format!("rank {r} of job {} did not start within {:?}", cfg.job, cfg.timeout),
             ));
         }
         std::thread::sleep(Duration::from_micros(500));
@@ -1002,12 +945,7 @@ impl Inner {
         if work.batch.is_empty() {
             return false;
         }
-        let Work {
-            batch,
-            done,
-            local,
-            msgs,
-        } = work;
+        let Work { batch, done, local, msgs } = work;
         let mut wake_app = false;
         for a in batch.drain(..) {
             match a {
@@ -1029,13 +967,7 @@ impl Inner {
                             if let Some(p) = inner.own().heap_ptr(at, DESCRIPTOR_BYTES as u64) {
                                 let mut buf = [0u8; DESCRIPTOR_BYTES];
                                 // SAFETY: inside the table block of this segment.
-                                unsafe {
-                                    std::ptr::copy_nonoverlapping(
-                                        p,
-                                        buf.as_mut_ptr(),
-                                        DESCRIPTOR_BYTES,
-                                    )
-                                };
+                                unsafe { std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), DESCRIPTOR_BYTES) };
                                 std::hint::black_box(Descriptor::decode(&buf).ok());
                             }
                         }

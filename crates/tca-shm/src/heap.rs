@@ -24,10 +24,7 @@ impl Heap {
         if len > 0 {
             free.insert(start, len);
         }
-        Self {
-            free,
-            used: BTreeMap::new(),
-        }
+        Self { free, used: BTreeMap::new() }
     }
 
     /// Allocates `size` bytes (rounded up to [`ALIGN`]); `None` when no free block is large

@@ -24,7 +24,7 @@
 //! Segments are named `/dev/shm/tca-<job>-<rank>` only during [`Fabric::init`]: once every
 //! rank has mapped every segment, each rank removes its name, so nothing is left in
 //! `/dev/shm` however the ranks end (a crash during start-up leaves names that `tca run`
-//! removes, and that the next run with the same job id reclaims).
+//! removes, and that the next [`Fabric::init`] on the host sweeps once their owner is gone).
 //!
 //! "GPU memory" (`MemoryType::Gpu`) is host memory on this fabric; device memory through CUDA
 //! is future work (docs/shm-fabric.md).

@@ -89,11 +89,7 @@ impl Msg {
                     0 => Ok(()),
                     c => Err(TcaError::from_code(c)?),
                 };
-                Some(Msg::Done(ProxyDone {
-                    responder: u16_at(4),
-                    token: token()?,
-                    result,
-                }))
+                Some(Msg::Done(ProxyDone { responder: u16_at(4), token: token()?, result }))
             }
             _ => None,
         }
@@ -109,16 +105,9 @@ mod tests {
     fn request() -> ProxyRequest {
         let mut e = Engine::new(0, 2).unwrap();
         let dst = e.create_handle(0x1000, 256, MemoryType::Cpu).unwrap();
-        let src = Handle {
-            node: 1,
-            addr: (1 << 40) + 0x2000,
-            size: 256,
-            mem: MemoryType::Gpu,
-            id: 3,
-        };
+        let src = Handle { node: 1, addr: (1 << 40) + 0x2000, size: 256, mem: MemoryType::Gpu, id: 3 };
         let mut d = Desc::new();
-        d.set_memcpy(&dst, 0, &src, 0, 128, DmaFlags::NOTIFY, 0, 1)
-            .unwrap();
+        d.set_memcpy(&dst, 0, &src, 0, 128, DmaFlags::NOTIFY, 0, 1).unwrap();
         e.set_chain(0, &d).unwrap();
         e.handle_start(0).unwrap();
         while let Some(a) = e.poll_action() {
@@ -132,21 +121,9 @@ mod tests {
     #[test]
     fn messages_round_trip() {
         let r = request();
-        let done_ok = ProxyDone {
-            responder: 1,
-            token: r.token,
-            result: Ok(()),
-        };
-        let done_err = ProxyDone {
-            result: Err(TcaError::OutOfBounds),
-            ..done_ok
-        };
-        for m in [
-            Msg::Request(r),
-            Msg::Interrupt,
-            Msg::Done(done_ok),
-            Msg::Done(done_err),
-        ] {
+        let done_ok = ProxyDone { responder: 1, token: r.token, result: Ok(()) };
+        let done_err = ProxyDone { result: Err(TcaError::OutOfBounds), ..done_ok };
+        for m in [Msg::Request(r), Msg::Interrupt, Msg::Done(done_ok), Msg::Done(done_err)] {
             assert_eq!(Msg::decode(&m.encode()), Some(m));
         }
     }
@@ -159,12 +136,7 @@ mod tests {
         let mut b = Msg::Interrupt.encode();
         b[0] = 9;
         assert_eq!(Msg::decode(&b), None);
-        let mut b = Msg::Done(ProxyDone {
-            responder: 1,
-            token: request().token,
-            result: Ok(()),
-        })
-        .encode();
+        let mut b = Msg::Done(ProxyDone { responder: 1, token: request().token, result: Ok(()) }).encode();
         b[24] = 99;
         assert_eq!(Msg::decode(&b), None);
     }

@@ -54,11 +54,7 @@ pub fn shm_create(name: &str, len: usize) -> io::Result<Mapping> {
     let c = cname(&format!("/{name}"))?;
     // SAFETY: plain libc calls on a valid C string; the fd is closed on every path.
     unsafe {
-        let fd = libc::shm_open(
-            c.as_ptr(),
-            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-            0o600,
-        );
+        let fd = libc::shm_open(c.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600);
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -109,14 +105,7 @@ pub fn shm_open_existing(name: &str, min_len: usize) -> io::Result<Option<Mappin
 }
 
 unsafe fn map_fd(fd: libc::c_int, len: usize) -> io::Result<Mapping> {
-    let p = libc::mmap(
-        std::ptr::null_mut(),
-        len,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_SHARED,
-        fd,
-        0,
-    );
+    let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -137,10 +126,8 @@ pub fn shm_unlink(name: &str) -> io::Result<()> {
 /// processes (the word lies in a shared mapping, so the non-private futex operations are
 /// used). Returns early on a wake, a signal or a changed value.
 pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
+    let ts =
+        libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
     // SAFETY: the futex syscall reads the word at a valid aligned address; errors (EAGAIN when
     // the value changed, ETIMEDOUT, EINTR) all mean "check again".
     unsafe {
@@ -186,8 +173,7 @@ pub fn process_alive(pid: u32) -> bool {
     // /proc/<pid>/stat: "pid (comm) S ..."; the state follows the last ')'.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => !matches!(
-            s.rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next()),
+            s.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()),
             Some('Z') | Some('X') | Some('x')
         ),
         Err(_) => r == 0,

@@ -13,11 +13,7 @@ struct Outcome {
 }
 
 fn run(scenario: &str, n: u16, extra: &[(&str, &str)]) -> Outcome {
-    let job = format!(
-        "test{}-{}",
-        std::process::id(),
-        RUN.fetch_add(1, Ordering::Relaxed)
-    );
+    let job = format!("test{}-{}", std::process::id(), RUN.fetch_add(1, Ordering::Relaxed));
     let children: Vec<_> = (0..n)
         .map(|r| {
             let mut c = Command::new(env!("CARGO_BIN_EXE_tca-shm-scenario"));
@@ -58,12 +54,7 @@ fn run(scenario: &str, n: u16, extra: &[(&str, &str)]) -> Outcome {
 fn every_call_on_2_to_8_ranks() {
     for n in [2u16, 3, 4, 8] {
         let o = run("all-calls", n, &[]);
-        assert!(
-            o.codes.iter().all(|c| *c == Some(0)),
-            "{n} ranks: {:?}\n{}",
-            o.codes,
-            o.out
-        );
+        assert!(o.codes.iter().all(|c| *c == Some(0)), "{n} ranks: {:?}\n{}", o.codes, o.out);
     }
 }
 
@@ -110,4 +101,30 @@ fn a_missing_rank_times_out_at_init() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("timed out") && err.contains("rank 1"), "{err}");
     assert!(!std::path::Path::new(&format!("/dev/shm/tca-{job}-0")).exists());
+}
+
+#[test]
+fn segments_of_dead_owners_are_swept_at_init() {
+    // A rank killed inside tcaInit under mpirun leaves its name: fake one whose owner is a
+    // process that has exited, and one being created (no magic yet) that must stay.
+    let dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    let mut dead = dead;
+    dead.wait().unwrap();
+    let stale = format!("/dev/shm/tca-stale{}-0", std::process::id());
+    let young = format!("/dev/shm/tca-young{}-0", std::process::id());
+    let mut header = vec![0u8; 1 << 20];
+    header[0..8].copy_from_slice(b"TCAshm01");
+    header[8..12].copy_from_slice(&1u32.to_le_bytes()); // state READY
+    header[12..16].copy_from_slice(&dead_pid.to_le_bytes());
+    std::fs::write(&stale, &header).unwrap();
+    header[0..8].fill(0);
+    std::fs::write(&young, &header).unwrap();
+    let o = run("bad-args", 2, &[]);
+    let stale_left = std::path::Path::new(&stale).exists();
+    let young_left = std::path::Path::new(&young).exists();
+    let _ = std::fs::remove_file(&young);
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{}", o.out);
+    assert!(!stale_left, "stale segment of a dead owner survived");
+    assert!(young_left, "a segment without a valid header was removed");
 }

@@ -51,9 +51,7 @@ fn exchange(f: &Fabric, h: &Handle) -> Result<Vec<Handle>, String> {
     let n = f.size() as usize;
     let mut all = vec![0u8; HANDLE_BYTES * n];
     ok("allgather", f.allgather(&h.to_bytes(), &mut all))?;
-    all.chunks(HANDLE_BYTES)
-        .map(|c| ok("handle from bytes", Handle::from_bytes(c)))
-        .collect()
+    all.chunks(HANDLE_BYTES).map(|c| ok("handle from bytes", Handle::from_bytes(c))).collect()
 }
 
 fn slice<'a>(f: &Fabric, h: &Handle) -> Result<&'a mut [u8], String> {
@@ -85,24 +83,12 @@ fn all_calls(f: &Fabric) -> Check {
             for mode in [DmaMode::Register, DmaMode::Chaining] {
                 round += 1;
                 let s = slice(f, &src)?;
-                fill(
-                    &mut s[align as usize..(align + size) as usize],
-                    u64::from(round) << 8 | u64::from(me),
-                );
+                fill(&mut s[align as usize..(align + size) as usize], u64::from(round) << 8 | u64::from(me));
                 let mut d = Desc::new();
                 ok("mode", d.set_mode(Some(mode)))?;
                 ok(
                     "set_memcpy",
-                    d.set_memcpy(
-                        &dsts[next as usize],
-                        align,
-                        &src,
-                        align,
-                        size,
-                        DmaFlags::NOTIFY,
-                        1,
-                        round,
-                    ),
+                    d.set_memcpy(&dsts[next as usize], align, &src, align, size, DmaFlags::NOTIFY, 1, round),
                 )?;
                 ok("set_chain", f.set_chain(0, &d))?;
                 ok("start", f.start_dma(0))?;
@@ -125,24 +111,8 @@ fn all_calls(f: &Fabric) -> Check {
     fill(s, 7_000 + u64::from(me));
     let mut d = Desc::new();
     for i in 0..40u64 {
-        let flags = if i % 2 == 0 {
-            DmaFlags::CONTINUE
-        } else {
-            DmaFlags::NOTIFY
-        };
-        ok(
-            "chain entry",
-            d.set_memcpy(
-                &dsts[next as usize],
-                i * 1024,
-                &src,
-                i * 1024,
-                1000,
-                flags,
-                2,
-                i as u32,
-            ),
-        )?;
+        let flags = if i % 2 == 0 { DmaFlags::CONTINUE } else { DmaFlags::NOTIFY };
+        ok("chain entry", d.set_memcpy(&dsts[next as usize], i * 1024, &src, i * 1024, 1000, flags, 2, i as u32))?;
     }
     // 64 bursts of 48 bytes, source pitch 128, destination pitch 64 (rows of a 2D array).
     ok(
@@ -198,34 +168,10 @@ fn all_calls(f: &Fabric) -> Check {
     fill(slice(f, &src)?, 9_000 + u64::from(me));
     ok("barrier", f.barrier())?;
     let mut d = Desc::new();
-    ok(
-        "read",
-        d.set_memcpy(
-            &dst,
-            4096,
-            &srcs[prev as usize],
-            8192,
-            65_536,
-            DmaFlags::NONE,
-            0,
-            0,
-        ),
-    )?;
+    ok("read", d.set_memcpy(&dst, 4096, &srcs[prev as usize], 8192, 65_536, DmaFlags::NONE, 0, 0))?;
     ok(
         "read 2d",
-        d.set_memcpy_2d(
-            &dst,
-            128 * 1024,
-            32,
-            &srcs[prev as usize],
-            0,
-            96,
-            32,
-            100,
-            DmaFlags::NOTIFY_SELF,
-            4,
-            7,
-        ),
+        d.set_memcpy_2d(&dst, 128 * 1024, 32, &srcs[prev as usize], 0, 96, 32, 100, DmaFlags::NOTIFY_SELF, 4, 7),
     )?;
     ok("read chain", f.set_chain(1, &d))?;
     ok("read start", f.start_dma(1))?;
@@ -252,10 +198,7 @@ fn all_calls(f: &Fabric) -> Check {
         fill(&mut payload, 31 * k as u64 + u64::from(me));
         ok("send pio", f.send_pio(&pio, 8, &payload))?;
         f.pio_commit();
-        ok(
-            "send pio flag",
-            f.send_pio(&pio, 0, &(k as u32 + 1).to_le_bytes()),
-        )?;
+        ok("send pio flag", f.send_pio(&pio, 0, &(k as u32 + 1).to_le_bytes()))?;
         f.pio_commit();
         ok("wait pio", f.wait_pio_u32(&dst, 0, k as u32 + 1, prev))?;
         let mut want = vec![0u8; size];
@@ -266,21 +209,13 @@ fn all_calls(f: &Fabric) -> Check {
         ok("barrier", f.barrier())?;
     }
     ok("destroy", f.destroy_handle(&src))?;
-    ck(
-        "destroy twice",
-        f.destroy_handle(&src),
-        TcaError::InvalidHandle,
-    )?;
+    ck("destroy twice", f.destroy_handle(&src), TcaError::InvalidHandle)?;
     ok("destroy dst", f.destroy_handle(&dst))?;
     ok("free", f.free(src_p))?;
     ok("free", f.free(dst_p))?;
     ok("barrier", f.barrier())?;
     ok("finalize", f.finalize())?;
-    ck(
-        "after finalize",
-        f.malloc(64, MemoryType::Cpu),
-        TcaError::NotInitialized,
-    )
+    ck("after finalize", f.malloc(64, MemoryType::Cpu), TcaError::NotInitialized)
 }
 
 fn bad_args(f: &Fabric) -> Check {
@@ -290,133 +225,43 @@ fn bad_args(f: &Fabric) -> Check {
     let all = exchange(f, &h)?;
     let peer = all[((me + 1) % n) as usize];
     ck("malloc 0", f.malloc(0, MemoryType::Cpu), TcaError::ZeroSize)?;
-    ck(
-        "malloc huge",
-        f.malloc(1 << 45, MemoryType::Cpu),
-        TcaError::OutOfMemory,
-    )?;
+    ck("malloc huge", f.malloc(1 << 45, MemoryType::Cpu), TcaError::OutOfMemory)?;
     let mut stack = [0u8; 64];
-    ck(
-        "handle of stack memory",
-        f.create_handle(stack.as_mut_ptr(), 64, MemoryType::Cpu),
-        TcaError::InvalidHandle,
-    )?;
-    ck(
-        "handle past block",
-        f.create_handle(p, 8192, MemoryType::Cpu),
-        TcaError::InvalidHandle,
-    )?;
-    ck(
-        "free stack",
-        f.free(stack.as_mut_ptr()),
-        TcaError::InvalidHandle,
-    )?;
-    ck(
-        "free inside block",
-        f.free(p.wrapping_add(64)),
-        TcaError::InvalidHandle,
-    )?;
+    ck("handle of stack memory", f.create_handle(stack.as_mut_ptr(), 64, MemoryType::Cpu), TcaError::InvalidHandle)?;
+    ck("handle past block", f.create_handle(p, 8192, MemoryType::Cpu), TcaError::InvalidHandle)?;
+    ck("free stack", f.free(stack.as_mut_ptr()), TcaError::InvalidHandle)?;
+    ck("free inside block", f.free(p.wrapping_add(64)), TcaError::InvalidHandle)?;
     let mut d = Desc::new();
-    ck(
-        "odd size",
-        d.set_memcpy(&peer, 0, &h, 0, 6, DmaFlags::NONE, 0, 0),
-        TcaError::SizeNotMultipleOf4,
-    )?;
-    ck(
-        "misaligned",
-        d.set_memcpy(&peer, 4, &h, 0, 8, DmaFlags::NONE, 0, 0),
-        TcaError::AlignmentMismatch,
-    )?;
-    ck(
-        "out of bounds",
-        d.set_memcpy(&peer, 4000, &h, 4000, 128, DmaFlags::NONE, 0, 0),
-        TcaError::OutOfBounds,
-    )?;
-    ck(
-        "bad slot",
-        d.set_memcpy(&peer, 0, &h, 0, 8, DmaFlags::NONE, 64, 0),
-        TcaError::InvalidSlot,
-    )?;
+    ck("odd size", d.set_memcpy(&peer, 0, &h, 0, 6, DmaFlags::NONE, 0, 0), TcaError::SizeNotMultipleOf4)?;
+    ck("misaligned", d.set_memcpy(&peer, 4, &h, 0, 8, DmaFlags::NONE, 0, 0), TcaError::AlignmentMismatch)?;
+    ck("out of bounds", d.set_memcpy(&peer, 4000, &h, 4000, 128, DmaFlags::NONE, 0, 0), TcaError::OutOfBounds)?;
+    ck("bad slot", d.set_memcpy(&peer, 0, &h, 0, 8, DmaFlags::NONE, 64, 0), TcaError::InvalidSlot)?;
     ck(
         "bad flags",
         d.set_memcpy(&peer, 0, &h, 0, 8, DmaFlags::USE_NOTIFY_INTERNAL, 0, 0),
         TcaError::InvalidFlagCombination,
     )?;
-    ck(
-        "empty chain",
-        f.set_chain(0, &d),
-        TcaError::InvalidDescriptor,
-    )?;
+    ck("empty chain", f.set_chain(0, &d), TcaError::InvalidDescriptor)?;
     ck("start unset", f.start_dma(1), TcaError::ChannelNotSet)?;
     ck("bad channel", f.start_dma(4), TcaError::InvalidChannel)?;
-    ck(
-        "bad channel wait",
-        f.wait_dma_channel(9),
-        TcaError::InvalidChannel,
-    )?;
+    ck("bad channel wait", f.wait_dma_channel(9), TcaError::InvalidChannel)?;
     // A forged handle pointing at the peer's segment header.
-    let forged = Handle {
-        addr: peer.addr & !((1 << 40) - 1),
-        ..peer
-    };
+    let forged = Handle { addr: peer.addr & !((1 << 40) - 1), ..peer };
     let mut d2 = Desc::new();
-    ok(
-        "forged set",
-        d2.set_memcpy(&forged, 0, &h, 0, 64, DmaFlags::NONE, 0, 0),
-    )?;
-    ck(
-        "forged handle",
-        f.set_chain(0, &d2),
-        TcaError::InvalidHandle,
-    )?;
-    ck(
-        "forged pio",
-        f.pio_region(&forged, 0, 64),
-        TcaError::InvalidHandle,
-    )?;
+    ok("forged set", d2.set_memcpy(&forged, 0, &h, 0, 64, DmaFlags::NONE, 0, 0))?;
+    ck("forged handle", f.set_chain(0, &d2), TcaError::InvalidHandle)?;
+    ck("forged pio", f.pio_region(&forged, 0, 64), TcaError::InvalidHandle)?;
     let mut bytes = h.to_bytes();
     bytes[0] = b'X';
-    ck(
-        "bad bytes",
-        Handle::from_bytes(&bytes),
-        TcaError::InvalidHandle,
-    )?;
+    ck("bad bytes", Handle::from_bytes(&bytes), TcaError::InvalidHandle)?;
     let pio = ok("pio", f.pio_region(&peer, 0, 64))?;
-    ck(
-        "pio odd",
-        f.send_pio(&pio, 0, &[1, 2, 3]),
-        TcaError::SizeNotMultipleOf4,
-    )?;
-    ck(
-        "pio past",
-        f.send_pio(&pio, 64, &[0; 4]),
-        TcaError::OutOfBounds,
-    )?;
-    ck(
-        "pio window",
-        f.pio_region(&peer, 4090, 64),
-        TcaError::OutOfBounds,
-    )?;
-    ck(
-        "wait foreign",
-        f.wait_pio_u32(&peer, 0, 1, 0),
-        TcaError::InvalidHandle,
-    )?;
-    ck(
-        "wait odd offset",
-        f.wait_pio_u32(&h, 2, 1, 0),
-        TcaError::AlignmentMismatch,
-    )?;
-    ck(
-        "recv bad slot",
-        f.wait_dma_recv(&peer, 64, 0),
-        TcaError::InvalidSlot,
-    )?;
-    ck(
-        "gather too big",
-        f.allgather(&vec![0; 70_000], &mut []),
-        TcaError::TooLarge,
-    )?;
+    ck("pio odd", f.send_pio(&pio, 0, &[1, 2, 3]), TcaError::SizeNotMultipleOf4)?;
+    ck("pio past", f.send_pio(&pio, 64, &[0; 4]), TcaError::OutOfBounds)?;
+    ck("pio window", f.pio_region(&peer, 4090, 64), TcaError::OutOfBounds)?;
+    ck("wait foreign", f.wait_pio_u32(&peer, 0, 1, 0), TcaError::InvalidHandle)?;
+    ck("wait odd offset", f.wait_pio_u32(&h, 2, 1, 0), TcaError::AlignmentMismatch)?;
+    ck("recv bad slot", f.wait_dma_recv(&peer, 64, 0), TcaError::InvalidSlot)?;
+    ck("gather too big", f.allgather(&vec![0; 70_000], &mut []), TcaError::TooLarge)?;
     // A read of a peer's memory (proxy write) whose source the peer destroyed: the peer
     // refuses it and the run fails with the peer's reason.
     let q = ok("malloc q", f.malloc(4096, MemoryType::Cpu))?;
@@ -425,37 +270,14 @@ fn bad_args(f: &Fabric) -> Check {
     ok("destroy q", f.destroy_handle(&hq))?;
     ok("barrier", f.barrier())?;
     let mut d5 = Desc::new();
-    ok(
-        "read set",
-        d5.set_memcpy(
-            &h,
-            0,
-            &qs[((me + 1) % n) as usize],
-            0,
-            64,
-            DmaFlags::NONE,
-            0,
-            0,
-        ),
-    )?;
+    ok("read set", d5.set_memcpy(&h, 0, &qs[((me + 1) % n) as usize], 0, 64, DmaFlags::NONE, 0, 0))?;
     ok("read chain", f.set_chain(1, &d5))?;
     ok("read start", f.start_dma(1))?;
-    ck(
-        "read of a destroyed handle",
-        f.wait_dma_channel(1),
-        TcaError::InvalidHandle,
-    )?;
+    ck("read of a destroyed handle", f.wait_dma_channel(1), TcaError::InvalidHandle)?;
     ok("destroy", f.destroy_handle(&h))?;
     let mut d4 = Desc::new();
-    ok(
-        "dead src",
-        d4.set_memcpy(&peer, 0, &h, 0, 64, DmaFlags::NONE, 0, 0),
-    )?;
-    ck(
-        "destroyed handle",
-        f.set_chain(0, &d4),
-        TcaError::InvalidHandle,
-    )?;
+    ok("dead src", d4.set_memcpy(&peer, 0, &h, 0, 64, DmaFlags::NONE, 0, 0))?;
+    ck("destroyed handle", f.set_chain(0, &d4), TcaError::InvalidHandle)?;
     ok("barrier", f.barrier())
 }
 
@@ -470,20 +292,14 @@ fn peer_dies(f: &Fabric) -> Check {
     let t = Instant::now();
     let r = f.wait_dma_recv(&all[1], 0, 1);
     let ms = t.elapsed().as_millis();
-    println!(
-        "rank {}: wait for dead rank 1 -> {r:?} after {ms} ms",
-        f.rank()
-    );
+    println!("rank {}: wait for dead rank 1 -> {r:?} after {ms} ms", f.rank());
     ck("wait for dead peer", r, TcaError::PeerDead)?;
     if ms > 3000 {
         return Err(format!("dead peer noticed only after {ms} ms"));
     }
     // A read of the dead rank's memory fails too, at once.
     let mut d = Desc::new();
-    ok(
-        "read set",
-        d.set_memcpy(&h, 0, &all[1], 0, 64, DmaFlags::NONE, 0, 0),
-    )?;
+    ok("read set", d.set_memcpy(&h, 0, &all[1], 0, 64, DmaFlags::NONE, 0, 0))?;
     ok("read chain", f.set_chain(0, &d))?;
     ck("read from dead peer", f.start_dma(0), TcaError::PeerDead)
 }
@@ -499,11 +315,7 @@ fn silent_peer(f: &Fabric) -> Check {
     }
     let t = Instant::now();
     let r = f.wait_dma_recv(&all[1], 0, 1);
-    println!(
-        "rank {}: wait for silent rank 1 -> {r:?} after {:?}",
-        f.rank(),
-        t.elapsed()
-    );
+    println!("rank {}: wait for silent rank 1 -> {r:?} after {:?}", f.rank(), t.elapsed());
     ck("wait for silent peer", r, TcaError::Timeout)
 }
 
