@@ -16,6 +16,10 @@ use tca_api::{
 };
 use tca_hw::descriptor::{Descriptor, DESCRIPTOR_BYTES};
 
+/// Largest chain \[bytes\] the caller of [`Fabric::start_dma`] carries out itself when the
+/// engine thread sleeps.
+pub const INLINE_BYTES: u64 = 64 * 1024;
+
 /// Longest single futex sleep of a wait: how often a sleeping waiter re-checks its peer's
 /// liveness and its deadline.
 const SLEEP_SLICE: Duration = Duration::from_millis(2);
@@ -341,15 +345,25 @@ impl Fabric {
         }
     }
 
-    /// Kicks a channel (`tcaStartDMADesc`): the engine thread runs its chain.
+    /// Kicks a channel (`tcaStartDMADesc`). A chain of at most [`INLINE_BYTES`] is carried out
+    /// by the caller at once when the engine thread sleeps (waking the thread would cost more
+    /// than the copies); otherwise the engine thread runs it while the caller goes on.
     ///
     /// # Errors
     /// What [`Engine::handle_start`] rejects.
     pub fn start_dma(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
-        lock(&self.inner.engine).handle_start(channel)?;
+        let bytes = {
+            let mut e = lock(&self.inner.engine);
+            e.handle_start(channel)?;
+            e.chain(channel)?.map_or(0, |d| d.entries().iter().map(|x| x.bytes()).sum::<u64>())
+        };
         let h = self.inner.own().header();
-        Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        if bytes <= INLINE_BYTES && h.engine_waiters.0.load(Ordering::SeqCst) != 0 {
+            self.inner.progress(&mut Work::default());
+        } else {
+            Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        }
         Ok(())
     }
 
