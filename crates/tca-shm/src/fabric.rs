@@ -58,6 +58,9 @@ struct Inner {
     producers: Vec<Mutex<()>>,
     /// Completed bootstrap rounds of this rank (process-local mirror of `boot_seq`).
     boot_round: Mutex<u64>,
+    /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
+    /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
+    executing: AtomicU32,
     shutdown: AtomicBool,
     finished: AtomicBool,
 }
@@ -174,6 +177,7 @@ impl Fabric {
             tables: Mutex::new([None; CHANNELS]),
             producers: (0..size).map(|_| Mutex::new(())).collect(),
             boot_round: Mutex::new(0),
+            executing: AtomicU32::new(0),
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
         });
@@ -610,6 +614,9 @@ impl Fabric {
         loop {
             match backoff.snooze() {
                 None => {
+                    if inner.executing.load(Ordering::Relaxed) != 0 {
+                        std::thread::yield_now();
+                    }
                     let now = h.app_bell.0.load(Ordering::Acquire);
                     if cheap || now != bell {
                         bell = now;
@@ -959,6 +966,7 @@ impl Inner {
         if work.batch.is_empty() {
             return false;
         }
+        self.executing.fetch_add(1, Ordering::Relaxed);
         let Work { batch, done, local, msgs } = work;
         let mut wake_app = false;
         for a in batch.drain(..) {
@@ -1029,6 +1037,7 @@ impl Inner {
                 }
             }
         }
+        self.executing.fetch_sub(1, Ordering::Relaxed);
         if wake_app {
             let h = self.own().header();
             Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
