@@ -1,6 +1,6 @@
 """Ping-pong on this machine: the shm fabric against MPI-3 RMA and two floors, in one run.
 
-    python -m tca.shm_bench [--max 4M] [--scale 1.0] [--rounds 3] [--json]
+    python -m tca.shm_bench [--max 4M] [--scale 1.0] [--rounds 5] [--json]
     (or: make bench-shm)
 
 Runs, in rounds, the C programs of ``examples/c`` (built by ``make examples`` into
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tca.shm_bench", description=__doc__.splitlines()[0])
     p.add_argument("--max", default="4M", help="largest message (default 4M)")
     p.add_argument("--scale", type=float, default=1.0, help="iteration-count factor (default 1.0)")
-    p.add_argument("--rounds", type=int, default=3, help="rounds of every series (default 3)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of every series (default 5)")
     p.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
     args = p.parse_args(argv)
     max_bytes = parse_size(args.max)
