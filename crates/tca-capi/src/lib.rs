@@ -106,20 +106,13 @@ fn pio_decode(b: &[u8; PIO_HANDLE_BYTES]) -> Result<PioRegion, CErr> {
     n.copy_from_slice(&b[4..6]);
     a.copy_from_slice(&b[8..16]);
     l.copy_from_slice(&b[16..24]);
-    Ok(PioRegion {
-        node: u16::from_le_bytes(n),
-        addr: u64::from_le_bytes(a),
-        len: u64::from_le_bytes(l),
-    })
+    Ok(PioRegion { node: u16::from_le_bytes(n), addr: u64::from_le_bytes(a), len: u64::from_le_bytes(l) })
 }
 
 fn with_desc<T>(d: *mut c_void, f: impl FnOnce(&mut Desc) -> Result<T, CErr>) -> Result<T, CErr> {
     let idx = (d as usize).checked_sub(1).ok_or(CErr::Arg)?;
     let mut descs = DESCS.lock().unwrap_or_else(|e| e.into_inner());
-    let desc = descs
-        .get_mut(idx)
-        .and_then(Option::as_mut)
-        .ok_or(CErr::Tca(TcaError::InvalidDescriptor))?;
+    let desc = descs.get_mut(idx).and_then(Option::as_mut).ok_or(CErr::Tca(TcaError::InvalidDescriptor))?;
     f(desc)
 }
 
@@ -130,9 +123,7 @@ fn with_desc<T>(d: *mut c_void, f: impl FnOnce(&mut Desc) -> Result<T, CErr>) ->
 pub extern "C" fn tcaGetErrorString(code: c_int) -> *const c_char {
     match code {
         TCA_SUCCESS => c"success".as_ptr(),
-        TCA_ERROR_INVALID_ARGUMENT => {
-            c"invalid argument (NULL pointer or negative number)".as_ptr()
-        }
+        TCA_ERROR_INVALID_ARGUMENT => c"invalid argument (NULL pointer or negative number)".as_ptr(),
         TCA_ERROR_INTERNAL => c"internal error in the TCA library".as_ptr(),
         _ => c_message(code),
     }
@@ -142,10 +133,7 @@ pub extern "C" fn tcaGetErrorString(code: c_int) -> *const c_char {
 fn c_message(code: c_int) -> *const c_char {
     static MESSAGES: OnceLock<Vec<std::ffi::CString>> = OnceLock::new();
     let all = MESSAGES.get_or_init(|| {
-        TcaError::ALL
-            .iter()
-            .map(|e| std::ffi::CString::new(e.message()).unwrap_or_default())
-            .collect()
+        TcaError::ALL.iter().map(|e| std::ffi::CString::new(e.message()).unwrap_or_default()).collect()
     });
     match TcaError::from_code(code) {
         Some(e) => all[(e.code() - 1) as usize].as_ptr(),
@@ -162,11 +150,7 @@ pub extern "C" fn tcaInit() -> c_int {
         let _g = INIT.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = FABRIC.get() {
             // A second tcaInit is harmless while the job runs.
-            return if f.is_active() {
-                Ok(())
-            } else {
-                Err(CErr::Tca(TcaError::NotInitialized))
-            };
+            return if f.is_active() { Ok(()) } else { Err(CErr::Tca(TcaError::NotInitialized)) };
         }
         match Fabric::init() {
             Ok(f) => {
@@ -231,12 +215,7 @@ pub unsafe extern "C" fn tcaFree(ptr: *mut c_void) -> c_int {
 
 /// `tcaCreateHandle`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaCreateHandle(
-    handle: *mut Handle32,
-    ptr: *mut c_void,
-    size: usize,
-    mem: c_int,
-) -> c_int {
+pub unsafe extern "C" fn tcaCreateHandle(handle: *mut Handle32, ptr: *mut c_void, size: usize, mem: c_int) -> c_int {
     run(|| {
         let out = handle.as_mut().ok_or(CErr::Arg)?;
         if ptr.is_null() {
@@ -314,16 +293,7 @@ pub unsafe extern "C" fn tcaDescSetMemcpy(
         let flags = DmaFlags::from_bits(flags as u32)?;
         let slot = nonneg(wait_slot)?;
         with_desc(desc, |x| {
-            Ok(x.set_memcpy(
-                &d,
-                dst_off as u64,
-                &s,
-                src_off as u64,
-                size as u64,
-                flags,
-                slot,
-                wait_tag as u32,
-            )?)
+            Ok(x.set_memcpy(&d, dst_off as u64, &s, src_off as u64, size as u64, flags, slot, wait_tag as u32)?)
         })
     })
 }
@@ -409,11 +379,7 @@ pub extern "C" fn tcaWaitDMAC(ch: c_int) -> c_int {
 
 /// `tcaWaitDMARecvDesc`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaWaitDMARecvDesc(
-    handle: *const Handle32,
-    wait_slot: c_int,
-    wait_tag: c_int,
-) -> c_int {
+pub unsafe extern "C" fn tcaWaitDMARecvDesc(handle: *const Handle32, wait_slot: c_int, wait_tag: c_int) -> c_int {
     run(|| {
         let h = handle_in(handle)?;
         let slot = nonneg(wait_slot)?;
@@ -442,12 +408,7 @@ pub unsafe extern "C" fn tcaSetPIORegion(
 
 /// `tcaSendPIO`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaSendPIO(
-    pio: *const PioHandle,
-    offset: usize,
-    src: *const c_void,
-    size: usize,
-) -> c_int {
+pub unsafe extern "C" fn tcaSendPIO(pio: *const PioHandle, offset: usize, src: *const c_void, size: usize) -> c_int {
     run(|| {
         let r = pio_decode(&pio.as_ref().ok_or(CErr::Arg)?.bytes)?;
         if src.is_null() {
@@ -470,12 +431,7 @@ pub unsafe extern "C" fn tcaSendPIOCommit(pio: *const PioHandle) -> c_int {
 
 /// `tcaWaitPIO` (extension).
 #[no_mangle]
-pub unsafe extern "C" fn tcaWaitPIO(
-    handle: *const Handle32,
-    offset: usize,
-    value: u32,
-    peer: c_int,
-) -> c_int {
+pub unsafe extern "C" fn tcaWaitPIO(handle: *const Handle32, offset: usize, value: u32, peer: c_int) -> c_int {
     run(|| {
         let h = handle_in(handle)?;
         let peer = u16::try_from(peer).map_err(|_| CErr::Tca(TcaError::InvalidNode))?;
@@ -487,19 +443,13 @@ pub unsafe extern "C" fn tcaWaitPIO(
 
 /// `tcaAllgather` (extension).
 #[no_mangle]
-pub unsafe extern "C" fn tcaAllgather(
-    send: *const c_void,
-    recv: *mut c_void,
-    size: usize,
-) -> c_int {
+pub unsafe extern "C" fn tcaAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
     run(|| {
         let f = fabric()?;
         if (send.is_null() || recv.is_null()) && size > 0 {
             return Err(CErr::Arg);
         }
-        let total = size
-            .checked_mul(f.size() as usize)
-            .ok_or(CErr::Tca(TcaError::TooLarge))?;
+        let total = size.checked_mul(f.size() as usize).ok_or(CErr::Tca(TcaError::TooLarge))?;
         if size == 0 {
             return Ok(f.barrier()?);
         }
@@ -539,10 +489,7 @@ mod tests {
         let r = unsafe { tcaMalloc(&mut p, 64, 0) };
         assert_eq!(r, TcaError::NotInitialized.code());
         // SAFETY: NULL is checked.
-        assert_eq!(
-            unsafe { tcaMalloc(std::ptr::null_mut(), 64, 0) },
-            TCA_ERROR_INVALID_ARGUMENT
-        );
+        assert_eq!(unsafe { tcaMalloc(std::ptr::null_mut(), 64, 0) }, TCA_ERROR_INVALID_ARGUMENT);
         assert_eq!(tcaStartDMADesc(0), TcaError::NotInitialized.code());
     }
 
@@ -555,23 +502,13 @@ mod tests {
         assert_eq!(tcaDescFree(d), TCA_SUCCESS);
         assert_eq!(tcaDescFree(d), TcaError::InvalidDescriptor.code());
         assert_eq!(tcaDescSetMode(d, 0), TcaError::InvalidDescriptor.code());
-        assert_eq!(
-            tcaDescFree(0xdead as *mut c_void),
-            TcaError::InvalidDescriptor.code()
-        );
-        assert_eq!(
-            tcaDescFree(std::ptr::null_mut()),
-            TCA_ERROR_INVALID_ARGUMENT
-        );
+        assert_eq!(tcaDescFree(0xdead as *mut c_void), TcaError::InvalidDescriptor.code());
+        assert_eq!(tcaDescFree(std::ptr::null_mut()), TCA_ERROR_INVALID_ARGUMENT);
     }
 
     #[test]
     fn pio_handles_round_trip() {
-        let r = PioRegion {
-            node: 3,
-            addr: 0x1234_5678,
-            len: 4096,
-        };
+        let r = PioRegion { node: 3, addr: 0x1234_5678, len: 4096 };
         assert!(matches!(pio_decode(&pio_encode(&r)), Ok(x) if x == r));
         assert!(pio_decode(&[0u8; PIO_HANDLE_BYTES]).is_err());
     }
