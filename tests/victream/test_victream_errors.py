@@ -75,8 +75,19 @@ def _tca(*args):
     ],
 )
 def test_cli_errors_are_one_line(args, msg):
+    # (the cupy mode without a GPU is checked below, where it applies)
     r = _tca(*args)
     assert r.returncode == 2, r.stderr
     assert msg in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert "Traceback" not in r.stderr
+
+
+def test_cupy_mode_without_a_gpu_is_one_line():
+    from tca.victream.devices import cupy_available
+
+    if cupy_available()[0]:
+        pytest.skip("a GPU is usable here: the cupy mode runs in test_victream_cupy.py")
+    r = _tca("victream", "bench", "--mode", "cupy")
+    assert r.returncode == 2 and r.stderr.startswith("tca: error: cupy mode:")
+    assert len(r.stderr.strip().splitlines()) == 1

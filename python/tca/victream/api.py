@@ -23,7 +23,7 @@ import numpy as np
 from tca import TcaError
 from tca.victream import formats as F
 from tca.victream.analyzer import Plan
-from tca.victream.devices import CupyGPU, VirtualGPU, parse_bytes, parse_rate, parse_time
+from tca.victream.devices import CupyGPU, VirtualGPU, cupy_available, parse_bytes, parse_rate, parse_time
 from tca.victream.grdd import GRDD
 from tca.victream.scheduler import POLICIES, Core
 from tca.victream.sim import PS, CostModel, Simulation
@@ -136,6 +136,9 @@ class Context:
                     for i in range(devices)
                 ]
             elif mode == "cupy":
+                ok, why = cupy_available()
+                if not ok:
+                    raise TcaError(f"cupy mode: {why}")
                 devices = [CupyGPU(i % _cuda_count(), device_memory, f"gpu{i}") for i in range(devices)]
             else:
                 devices = [
