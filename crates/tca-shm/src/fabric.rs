@@ -130,6 +130,8 @@ impl Fabric {
         sweep_stale();
         let own = create_own(&my_name, len)?;
         let mut guard = UnlinkGuard(Some(my_name.clone()));
+        own.reserve(0, HEAP)
+            .map_err(|e| cerr(TcaError::OutOfMemory, format!("cannot back the header of /dev/shm/{my_name}: {e}")))?;
         {
             let h = Segment::new_ref(&own);
             h.pid.store(sys::getpid(), Ordering::Relaxed);
@@ -230,7 +232,7 @@ impl Fabric {
         if size == 0 {
             return Err(TcaError::ZeroSize);
         }
-        let off = lock(&self.inner.heap).alloc(size).ok_or(TcaError::OutOfMemory)?;
+        let off = self.inner.alloc(size)?;
         Ok(self.inner.own().base().wrapping_add(off as usize))
     }
 
@@ -311,7 +313,7 @@ impl Fabric {
         let mut tables = lock(&self.inner.tables);
         let table = if desc.mode() == DmaMode::Chaining {
             let bytes = (desc.len() * DESCRIPTOR_BYTES) as u64;
-            let off = lock(&self.inner.heap).alloc(bytes).ok_or(TcaError::OutOfMemory)?;
+            let off = self.inner.alloc(bytes)?;
             Some((off, desc.len()))
         } else {
             None
@@ -710,6 +712,18 @@ impl Drop for Fabric {
 impl Inner {
     fn own(&self) -> &Segment {
         &self.segs[self.cfg.rank as usize]
+    }
+
+    /// Allocates heap bytes and backs them with memory, so that a full `/dev/shm` is
+    /// [`TcaError::OutOfMemory`] here, not a SIGBUS later.
+    fn alloc(&self, size: u64) -> TcaResult<u64> {
+        let mut heap = lock(&self.heap);
+        let off = heap.alloc(size).ok_or(TcaError::OutOfMemory)?;
+        if self.own().reserve(off, size).is_err() {
+            heap.free(off);
+            return Err(TcaError::OutOfMemory);
+        }
+        Ok(off)
     }
 
     /// Segment offset of a pointer into this rank's segment.

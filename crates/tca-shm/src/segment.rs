@@ -210,6 +210,14 @@ impl Segment {
         unsafe { &*self.map.ptr().add(off).cast::<MsgRing>() }
     }
 
+    /// Backs `len` bytes at `off` of this rank's own segment with memory now.
+    ///
+    /// # Errors
+    /// The `fallocate` error (`ENOSPC` when `/dev/shm` is full).
+    pub fn reserve(&self, off: u64, len: u64) -> std::io::Result<()> {
+        self.map.reserve(off as usize, len as usize)
+    }
+
     /// First byte of the segment.
     pub fn base(&self) -> *mut u8 {
         self.map.ptr()

@@ -11,6 +11,8 @@ use std::time::Duration;
 pub struct Mapping {
     ptr: *mut u8,
     len: usize,
+    /// The object's descriptor, kept by its creator to reserve memory ([`Mapping::reserve`]).
+    fd: Option<std::os::fd::OwnedFd>,
 }
 
 // SAFETY: the mapping is plain shared memory; all cross-thread access goes through atomics or
@@ -27,6 +29,21 @@ impl Mapping {
     /// Length \[bytes\].
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Backs `len` bytes at `off` with memory now (`fallocate`), so that a full `/dev/shm`
+    /// is an error here instead of a SIGBUS at the first store. A no-op on a peer's mapping.
+    pub fn reserve(&self, off: usize, len: usize) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let Some(fd) = &self.fd else {
+            return Ok(());
+        };
+        // SAFETY: fallocate on an open descriptor; it returns an error code, errno unused.
+        let r = unsafe { libc::posix_fallocate(fd.as_raw_fd(), off as libc::off_t, len as libc::off_t) };
+        if r != 0 {
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        Ok(())
     }
 
     /// Whether the mapping is empty (never, for a successful mmap).
@@ -64,12 +81,18 @@ pub fn shm_create(name: &str, len: usize) -> io::Result<Mapping> {
             libc::shm_unlink(c.as_ptr());
             return Err(e);
         }
-        let m = map_fd(fd, len);
-        libc::close(fd);
-        if m.is_err() {
-            libc::shm_unlink(c.as_ptr());
+        match map_fd(fd, len) {
+            Ok(mut m) => {
+                use std::os::fd::FromRawFd;
+                m.fd = Some(std::os::fd::OwnedFd::from_raw_fd(fd));
+                Ok(m)
+            }
+            Err(e) => {
+                libc::close(fd);
+                libc::shm_unlink(c.as_ptr());
+                Err(e)
+            }
         }
-        m
     }
 }
 
@@ -109,7 +132,7 @@ unsafe fn map_fd(fd: libc::c_int, len: usize) -> io::Result<Mapping> {
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    Ok(Mapping { ptr: p.cast(), len })
+    Ok(Mapping { ptr: p.cast(), len, fd: None })
 }
 
 /// Removes the name of a shared-memory object (the memory lives on while mapped).

@@ -128,3 +128,16 @@ fn segments_of_dead_owners_are_swept_at_init() {
     assert!(!stale_left, "stale segment of a dead owner survived");
     assert!(young_left, "a segment without a valid header was removed");
 }
+
+#[test]
+fn an_allocation_larger_than_dev_shm_is_out_of_memory() {
+    let free = {
+        // SAFETY: statvfs fills the zeroed struct.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::statvfs(c"/dev/shm".as_ptr(), &mut st) }, 0);
+        st.f_bavail as u64 * st.f_frsize as u64
+    };
+    let heap = (free + (2 << 30)).to_string();
+    let o = run("shm-full", 1, &[("TCA_SHM_BYTES", heap.as_str())]);
+    assert_eq!(o.codes, vec![Some(0)], "{}", o.out);
+}

@@ -6,7 +6,8 @@
 //! Scenarios: `all-calls` (every call, data integrity over sizes, alignments, block-stride,
 //! both DMA modes, reads of a peer's memory and PIO, checksummed), `bad-args` (every bad argument gives its code),
 //! `peer-dies` (rank 1 is killed; the others must fail with PeerDead quickly), `silent-peer`
-//! (rank 1 never sends; the others must time out).
+//! (rank 1 never sends; the others must time out), `shm-full` (an allocation larger than
+//! `/dev/shm` fails cleanly).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -281,6 +282,32 @@ fn bad_args(f: &Fabric) -> Check {
     ok("barrier", f.barrier())
 }
 
+/// Bytes free in /dev/shm.
+fn shm_free() -> u64 {
+    // SAFETY: statvfs fills the zeroed struct; the path is a valid C string.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c"/dev/shm".as_ptr(), &mut st) != 0 {
+            return 0;
+        }
+        st.f_bavail as u64 * st.f_frsize as u64
+    }
+}
+
+/// Run with a heap larger than /dev/shm (TCA_SHM_BYTES): an allocation that does not fit is
+/// OutOfMemory at tcaMalloc, not a SIGBUS at the first store.
+fn shm_full(f: &Fabric) -> Check {
+    let too_big = shm_free() + (1 << 30);
+    if f.config().heap_bytes < too_big {
+        return Err(format!("heap {} B is not above /dev/shm's free {} B", f.config().heap_bytes, too_big));
+    }
+    ck("malloc beyond /dev/shm", f.malloc(too_big, MemoryType::Cpu), TcaError::OutOfMemory)?;
+    let p = ok("small malloc", f.malloc(1 << 20, MemoryType::Cpu))?;
+    // SAFETY: 1 MiB block of this rank's heap, backed by the allocation.
+    unsafe { std::ptr::write_bytes(p, 0xab, 1 << 20) };
+    ok("free", f.free(p))
+}
+
 fn peer_dies(f: &Fabric) -> Check {
     let p = ok("malloc", f.malloc(4096, MemoryType::Cpu))?;
     let h = ok("create", f.create_handle(p, 4096, MemoryType::Cpu))?;
@@ -333,6 +360,7 @@ fn main() -> ExitCode {
         "bad-args" => bad_args(&f),
         "peer-dies" => peer_dies(&f),
         "silent-peer" => silent_peer(&f),
+        "shm-full" => shm_full(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {
