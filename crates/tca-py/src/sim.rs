@@ -12,7 +12,7 @@ use tca_api::{DmaFlags, DmaMode, MemoryType, TcaError};
 use tca_sim::SimTime;
 use tca_sim_fabric::{FabricError, Op, Reply};
 
-fn api_error(py: Python<'_>, e: TcaError) -> PyErr {
+pub(crate) fn api_error(py: Python<'_>, e: TcaError) -> PyErr {
     let text = format!("{e:?}: {}", tca_api::error_string(e.code()));
     match py.import("tca.api").and_then(|m| m.getattr("TcaApiError")) {
         Ok(cls) => match cls.call1((text, e.code(), format!("{e:?}"))) {
@@ -93,6 +93,13 @@ impl Handle {
 #[pyclass(module = "tca._native")]
 pub struct Desc {
     inner: tca_api::Desc,
+}
+
+impl Desc {
+    /// The chain, for fabrics.
+    pub(crate) fn chain(&self) -> &tca_api::Desc {
+        &self.inner
+    }
 }
 
 #[pymethods]
@@ -189,7 +196,7 @@ impl RankContext {
     }
 }
 
-fn memory_type(name: &str) -> PyResult<MemoryType> {
+pub(crate) fn memory_type(name: &str) -> PyResult<MemoryType> {
     match name {
         "cpu" => Ok(MemoryType::Cpu),
         "gpu" => Ok(MemoryType::Gpu),
@@ -251,8 +258,18 @@ impl RankContext {
     fn send_pio(&self, py: Python<'_>, handle: &Handle, offset: u64, data: Vec<u8>) -> PyResult<()> {
         self.call(py, Op::SendPio { dst: handle.inner, offset, bytes: data }).map(drop)
     }
-    /// Polls this rank's own buffer until the bytes at `offset` equal `data`.
-    fn wait_value(&self, py: Python<'_>, handle: &Handle, offset: u64, data: Vec<u8>) -> PyResult<()> {
+    /// Polls this rank's own buffer until the bytes at `offset` equal `data` (`peer`, the writer,
+    /// matters only on real fabrics).
+    #[pyo3(signature = (handle, offset, data, peer = None))]
+    fn wait_value(
+        &self,
+        py: Python<'_>,
+        handle: &Handle,
+        offset: u64,
+        data: Vec<u8>,
+        peer: Option<u16>,
+    ) -> PyResult<()> {
+        let _ = peer;
         self.call(py, Op::WaitValue { handle: handle.inner, offset, bytes: data }).map(drop)
     }
     /// Models `seconds` of computation.

@@ -1,0 +1,59 @@
+"""One rank program, any fabric.
+
+    import tca.program
+
+    def program(ctx):              # the TCA API of one rank: tca.sim.Rank's methods
+        ...
+
+    if __name__ == "__main__":
+        tca.program.main(program)
+
+The same file runs:
+
+- ``python prog.py``: on a simulated platform (``$TCA_PLATFORM``, default
+  ``peach2-testbed-2013``) with ``$TCA_SIZE`` ranks (default 2), all in this process;
+- ``tca run -n N prog.py`` or ``mpirun -n N python prog.py``: this process is one rank of a
+  job on this host's shared-memory fabric (real memory, real time);
+- ``tca run -n N --fabric sim --platform P prog.py``: the launcher runs the file once, and
+  ``main`` runs the N ranks on the simulated platform.
+
+``ctx.wtime()`` is simulated time on the simulator and real time on the shm fabric, so the
+same measurement code reports what the program does here and what it would do on the platform.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from tca import TcaError, _native, sim
+
+DEFAULT_PLATFORM = "peach2-testbed-2013"
+# Variables of launchers whose processes are ranks of a real job.
+_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
+
+
+def fabric() -> str:
+    """``shm`` when this process is a rank started by a launcher, else ``sim``."""
+    chosen = os.environ.get("TCA_FABRIC")
+    if chosen:
+        if chosen not in ("shm", "sim"):
+            raise TcaError(f"TCA_FABRIC={chosen}: expected shm or sim")
+        return chosen
+    return "shm" if any(v in os.environ for v in _LAUNCHER_VARS) else "sim"
+
+
+def main(
+    program: Callable[[sim.Rank], Any], *, nranks: int = 2, platform: str = DEFAULT_PLATFORM
+) -> list[Any]:
+    """Runs ``program`` on the fabric this process was started for; returns the results of the
+    ranks it ran (all of them on the simulator, its own on the shm fabric)."""
+    if fabric() == "shm":
+        ctx = sim.Rank(_native.ShmRank())
+        try:
+            return [program(ctx)]
+        finally:
+            ctx.finalize()
+    size = int(os.environ.get("TCA_SIZE", nranks))
+    return sim.run(os.environ.get("TCA_PLATFORM", platform), size, program)
