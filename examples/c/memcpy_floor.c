@@ -28,7 +28,7 @@ int main(int argc, char **argv)
     printf("# memcpy floor: one thread, two buffers\n");
     printf("# %-10s %14s %16s\n", "Size", "Latency (us)", "Bandwidth (GB/s)");
     for (size_t size = 8; size <= max; size *= 2) {
-        int iters = (int)((size <= 8192 ? 10000 : 1000) * scale), warm = size == 8 ? iters : iters / 10 + 1;
+        int iters = (int)((size <= 8192 ? 10000 : 1000) * scale), warm = size == 8 ? 10 * iters : iters / 10 + 1;
         if (iters < 2) iters = 2;
         double t0 = 0;
         for (int i = 0; i < warm + iters; i++) {

@@ -56,8 +56,8 @@ int main(int argc, char **argv)
     uint32_t seq = 0;
     int probe;
     for (size_t size = 8; size <= max; size *= 2) {
-        /* Warm-up: a tenth of the iterations, all of them before the first size. */
-        int iters = iters_for(size, scale), warm = size == 8 ? iters : iters / 10 + 1;
+        /* Warm-up: a tenth of the iterations; ten times them before the first size. */
+        int iters = iters_for(size, scale), warm = size == 8 ? 10 * iters : iters / 10 + 1;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = 0;
         for (int i = 0; i < warm + iters && me < 2; i++) {

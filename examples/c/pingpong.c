@@ -55,8 +55,8 @@ int main(int argc, char **argv)
     uint32_t seq = 0;
     int tag = 0;
     for (size_t size = 8; size <= max; size *= 2) {
-        /* Warm-up: a tenth of the iterations, all of them before the first size. */
-        int iters = ex_iters(size, scale), warm = size == 8 ? iters : iters / 10 + 1;
+        /* Warm-up: a tenth of the iterations; ten times them before the first size. */
+        int iters = ex_iters(size, scale), warm = size == 8 ? 10 * iters : iters / 10 + 1;
         ex_fill(sbuf, size, (uint32_t)(size * 2 + me));
         tcaPIOHandle pioh;
         tcaDesc *desc = NULL;

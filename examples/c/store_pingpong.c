@@ -64,7 +64,7 @@ int main(int argc, char **argv)
     for (size_t size = 8; size <= max; size *= 2) {
         int iters = (int)((size <= 8192 ? 10000 : 1000) * scale), warm;
         if (iters < 2) iters = 2;
-        warm = size == 8 ? iters : iters / 10 + 1; /* all of them before the first size */
+        warm = size == 8 ? 10 * iters : iters / 10 + 1; /* ten times them before the first size */
         double t0 = 0;
         for (int i = 0; i < warm + iters; i++) {
             if (i == warm) t0 = now_us();
