@@ -11,15 +11,14 @@ Errors in input print one line on stderr and exit with status 2.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from tca import TcaError, _native, launch, platforms, report
 from tca.bench import block_stride, dma_bw, local_copy, pingpong
+from tca.progress import progress_bar
 from tca.victream import cli as victream_cli
 
 
@@ -42,27 +41,6 @@ def parse_sizes(text: str) -> list[int]:
             n *= 2
         return sizes
     return [one(t) for t in text.split(",")]
-
-
-@contextlib.contextmanager
-def progress_bar(label: str, enabled: bool) -> Iterator:
-    """A rich progress bar on stderr when it is a terminal; yields an update callback."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    with Progress(
-        f"[bold]{label}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:

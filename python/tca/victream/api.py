@@ -12,15 +12,14 @@ executed; time comes from :class:`tca.victream.sim.CostModel`).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tca import TcaError
+from tca.progress import progress_bar
 from tca.victream import formats as F
 from tca.victream.analyzer import Plan
 from tca.victream.devices import CupyGPU, VirtualGPU, cupy_available, parse_bytes, parse_rate, parse_time
@@ -369,7 +368,7 @@ class Context:
         from tca.victream.executors import ThreadedRuntime
 
         try:
-            with _progress(self.progress, f"victream {action}") as update:
+            with progress_bar(f"victream {action}", self.progress) as update:
                 ThreadedRuntime(self).run(plan, batch, update)
         except BaseException:
             self._reset()  # the failed run's subtasks and device contents are discarded
@@ -430,24 +429,3 @@ def _cuda_count() -> int:
     import cupy
 
     return cupy.cuda.runtime.getDeviceCount()
-
-
-@contextlib.contextmanager
-def _progress(enabled: bool, label: str):
-    """A rich progress bar of subtasks on stderr, only when stderr is a terminal."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    with Progress(
-        f"[bold]{label}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
