@@ -30,6 +30,17 @@ class Row:
     kind: str = "predicted"
 
 
+def latency_and_bandwidth(
+    benchmark: str, platform: str, series: str, size: int, latency_us: float
+) -> list[Row]:
+    """A message size's two rows, as the seeds plot them: latency [us] and size / latency
+    [GB/s] (series name + " BW")."""
+    return [
+        Row(benchmark, platform, series, size, "B", latency_us, "us"),
+        Row(benchmark, platform, f"{series} BW", size, "B", size / latency_us / 1e3, "GB/s"),
+    ]
+
+
 def attach_references(rows: list[Row], references: list[dict], experiment: str) -> None:
     """Fills ``paper``, ``source`` and ``kind`` from the platform's ``[[reference]]`` entries."""
     for ref in references:

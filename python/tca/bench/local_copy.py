@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from tca import TcaError, _native, sim
 from tca.api import Desc
-from tca.report import Row, attach_references
+from tca.report import Row, attach_references, latency_and_bandwidth
 
 BENCHMARK = "local-copy"
 DEFAULT_SIZES = [2**k for k in range(2, 23)]  # 4 B .. 4 MiB
@@ -62,7 +62,7 @@ def run(
     for direction, (src, dst) in DIRECTIONS.items():
         for size in sizes:
             us = sim.run(platform, 1, program(src, dst, size))[0]
-            rows += _rows(platform.name, f"TCA {direction}", size, us)
+            rows += latency_and_bandwidth(BENCHMARK, platform.name, f"TCA {direction}", size, us)
             done += 1
             if progress:
                 progress(done, 2 * len(sizes))
@@ -74,13 +74,6 @@ def run(
         for direction, (src, dst) in DIRECTIONS.items():
             for size in sizes:
                 us = model.pingpong_latency_us(params, f"{src}-{dst}", size)
-                rows += _rows(platform.name, f"cudaMemcpy {direction}", size, us)
+                rows += latency_and_bandwidth(BENCHMARK, platform.name, f"cudaMemcpy {direction}", size, us)
     attach_references(rows, platform.references(), BENCHMARK)
     return rows
-
-
-def _rows(platform: str, series: str, size: int, us: float) -> list[Row]:
-    return [
-        Row(BENCHMARK, platform, series, size, "B", us, "us"),
-        Row(BENCHMARK, platform, f"{series} BW", size, "B", size / us / 1e3, "GB/s"),
-    ]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from tca import TcaError, _native, sim
 from tca.api import DMA_NOTIFY, Desc
-from tca.report import Row, attach_references
+from tca.report import Row, attach_references, latency_and_bandwidth
 
 BENCHMARK = "pingpong"
 PAIRS = ("cpu-cpu", "cpu-gpu", "gpu-cpu", "gpu-gpu")
@@ -118,7 +118,7 @@ def run(
     rows: list[Row] = []
     for i, size in enumerate(sizes):
         latency = sim.run(platform, 2, program(mode, pair, size), trace=trace)[0]
-        rows += _rows(platform.name, series, size, latency)
+        rows += latency_and_bandwidth(BENCHMARK, platform.name, series, size, latency)
         if progress:
             progress(i + 1, len(sizes))
     if baselines:
@@ -131,13 +131,8 @@ def run(
                 continue
             label = f"{BASELINE_LABELS[name]} {pair}"
             for size in sizes:
-                rows += _rows(platform.name, label, size, model.pingpong_latency_us(params, pair, size))
+                rows += latency_and_bandwidth(
+                    BENCHMARK, platform.name, label, size, model.pingpong_latency_us(params, pair, size)
+                )
     attach_references(rows, platform.references(), BENCHMARK)
     return rows
-
-
-def _rows(platform: str, series: str, size: int, latency_us: float) -> list[Row]:
-    return [
-        Row(BENCHMARK, platform, series, size, "B", latency_us, "us"),
-        Row(BENCHMARK, platform, f"{series} BW", size, "B", size / latency_us / 1e3, "GB/s"),
-    ]
