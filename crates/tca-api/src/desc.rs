@@ -104,14 +104,7 @@ impl Desc {
         wait_slot: u32,
         wait_tag: u32,
     ) -> TcaResult<()> {
-        let t = Transfer {
-            dst_off,
-            dst_pitch: size,
-            src_off,
-            src_pitch: size,
-            width: size,
-            count: 1,
-        };
+        let t = Transfer { dst_off, dst_pitch: size, src_off, src_pitch: size, width: size, count: 1 };
         self.push(dst, src, t, flags, wait_slot, wait_tag)
     }
 
@@ -141,14 +134,7 @@ impl Desc {
         wait_slot: u32,
         wait_tag: u32,
     ) -> TcaResult<()> {
-        let t = Transfer {
-            dst_off,
-            dst_pitch,
-            src_off,
-            src_pitch,
-            width,
-            count,
-        };
+        let t = Transfer { dst_off, dst_pitch, src_off, src_pitch, width, count };
         self.push(dst, src, t, flags, wait_slot, wait_tag)
     }
 
@@ -252,24 +238,14 @@ impl Desc {
     ) -> TcaResult<()> {
         self.check_live()?;
         let flags = DmaFlags::from_bits(flags.bits())?;
-        let slot = u16::try_from(wait_slot)
-            .ok()
-            .filter(|s| *s < NOTIFY_SLOTS)
-            .ok_or(TcaError::InvalidSlot)?;
+        let slot = u16::try_from(wait_slot).ok().filter(|s| *s < NOTIFY_SLOTS).ok_or(TcaError::InvalidSlot)?;
         dst.validate()?;
         src.validate()?;
         let descriptor = t.descriptor(dst, src)?;
         if self.forced_mode == Some(DmaMode::Register) && self.entries.len() >= REGISTER_REQUESTS {
             return Err(TcaError::RegisterModeFull);
         }
-        self.entries.push(DescEntry {
-            descriptor,
-            dst: *dst,
-            src: *src,
-            flags,
-            slot,
-            tag: wait_tag,
-        });
+        self.entries.push(DescEntry { descriptor, dst: *dst, src: *src, flags, slot, tag: wait_tag });
         Ok(())
     }
 }
@@ -287,14 +263,7 @@ struct Transfer {
 impl Transfer {
     /// Validates the shape against the handles and builds the hardware descriptor.
     fn descriptor(&self, dst: &Handle, src: &Handle) -> TcaResult<Descriptor> {
-        let Transfer {
-            dst_off,
-            dst_pitch,
-            src_off,
-            src_pitch,
-            width,
-            count,
-        } = *self;
+        let Transfer { dst_off, dst_pitch, src_off, src_pitch, width, count } = *self;
         if width == 0 || count == 0 {
             return Err(TcaError::ZeroSize);
         }
@@ -302,11 +271,7 @@ impl Transfer {
             return Err(TcaError::SizeNotMultipleOf4);
         }
         // A single burst has no pitch: use the width so the descriptor is contiguous.
-        let (dst_pitch, src_pitch) = if count == 1 {
-            (width, width)
-        } else {
-            (dst_pitch, src_pitch)
-        };
+        let (dst_pitch, src_pitch) = if count == 1 { (width, width) } else { (dst_pitch, src_pitch) };
         for pitch in [dst_pitch, src_pitch] {
             if pitch < width || pitch % 4 != 0 {
                 return Err(TcaError::InvalidPitch);
@@ -334,9 +299,7 @@ impl Transfer {
         d.validate().map_err(|e| match e {
             DescriptorError::SizeNotMultipleOf4(_) => TcaError::SizeNotMultipleOf4,
             DescriptorError::Empty => TcaError::ZeroSize,
-            DescriptorError::Overlap { .. } | DescriptorError::PitchNotMultipleOf4(_) => {
-                TcaError::InvalidPitch
-            }
+            DescriptorError::Overlap { .. } | DescriptorError::PitchNotMultipleOf4(_) => TcaError::InvalidPitch,
             DescriptorError::UnknownFlags(_) => TcaError::UnknownFlags,
         })?;
         Ok(d)
@@ -349,27 +312,17 @@ mod tests {
     use crate::handle::MemoryType;
 
     fn h(node: u16, addr: u64, size: u64) -> Handle {
-        Handle {
-            node,
-            addr,
-            size,
-            mem: MemoryType::Cpu,
-            id: 1,
-        }
+        Handle { node, addr, size, mem: MemoryType::Cpu, id: 1 }
     }
 
     #[test]
     fn memcpy_builds_a_contiguous_descriptor() {
         let (dst, src) = (h(1, 0x10_0000, 4096), h(0, 0x2000, 4096));
         let mut d = Desc::new();
-        d.set_memcpy(&dst, 16, &src, 32, 256, DmaFlags::NOTIFY, 3, 77)
-            .unwrap();
+        d.set_memcpy(&dst, 16, &src, 32, 256, DmaFlags::NOTIFY, 3, 77).unwrap();
         let e = d.entries()[0];
         assert_eq!(e.descriptor, Descriptor::copy(0x2020, 0x10_0010, 256));
-        assert_eq!(
-            (e.dst_node(), e.src_node(), e.slot, e.tag, e.bytes()),
-            (1, 0, 3, 77, 256)
-        );
+        assert_eq!((e.dst_node(), e.src_node(), e.slot, e.tag, e.bytes()), (1, 0, 3, 77, 256));
         assert_eq!(e.flags, DmaFlags::NOTIFY);
     }
 
@@ -377,19 +330,11 @@ mod tests {
     fn memcpy_2d_builds_a_block_stride_descriptor() {
         let (dst, src) = (h(1, 0x10_0000, 4096), h(0, 0x2000, 4096));
         let mut d = Desc::new();
-        d.set_memcpy_2d(&dst, 0, 32, &src, 0, 128, 32, 4, DmaFlags::NONE, 0, 0)
-            .unwrap();
-        assert_eq!(
-            d.entries()[0].descriptor,
-            Descriptor::block_stride(0x2000, 128, 0x10_0000, 32, 32, 4)
-        );
+        d.set_memcpy_2d(&dst, 0, 32, &src, 0, 128, 32, 4, DmaFlags::NONE, 0, 0).unwrap();
+        assert_eq!(d.entries()[0].descriptor, Descriptor::block_stride(0x2000, 128, 0x10_0000, 32, 32, 4));
         // One burst: pitches are irrelevant, even when smaller than the width.
-        d.set_memcpy_2d(&dst, 0, 0, &src, 0, 0, 64, 1, DmaFlags::NONE, 0, 0)
-            .unwrap();
-        assert_eq!(
-            d.entries()[1].descriptor,
-            Descriptor::copy(0x2000, 0x10_0000, 64)
-        );
+        d.set_memcpy_2d(&dst, 0, 0, &src, 0, 0, 64, 1, DmaFlags::NONE, 0, 0).unwrap();
+        assert_eq!(d.entries()[1].descriptor, Descriptor::copy(0x2000, 0x10_0000, 64));
     }
 
     #[test]
@@ -401,54 +346,21 @@ mod tests {
         let memcpy = |d: &mut Desc, dst: &Handle, doff, src: &Handle, soff, size, flags, slot| {
             d.set_memcpy(dst, doff, src, soff, size, flags, slot, 0)
         };
-        assert_eq!(
-            memcpy(&mut d, &dst, 0, &src, 0, 6, f, 0),
-            Err(SizeNotMultipleOf4)
-        );
+        assert_eq!(memcpy(&mut d, &dst, 0, &src, 0, 6, f, 0), Err(SizeNotMultipleOf4));
         assert_eq!(memcpy(&mut d, &dst, 0, &src, 0, 0, f, 0), Err(ZeroSize));
-        assert_eq!(
-            memcpy(&mut d, &dst, 4, &src, 0, 8, f, 0),
-            Err(AlignmentMismatch)
-        );
-        assert_eq!(
-            memcpy(&mut d, &dst, 4096, &src, 4096, 4, f, 0),
-            Err(OutOfBounds)
-        );
-        assert_eq!(
-            memcpy(&mut d, &dst, u64::MAX - 3, &src, 0, 8, f, 0),
-            Err(OutOfBounds)
-        );
-        assert_eq!(
-            memcpy(&mut d, &h(16, 0, 64), 0, &src, 0, 4, f, 0),
-            Err(TooManyNodes)
-        );
-        assert_eq!(
-            memcpy(&mut d, &h(1, 0, 0), 0, &src, 0, 4, f, 0),
-            Err(InvalidHandle)
-        );
+        assert_eq!(memcpy(&mut d, &dst, 4, &src, 0, 8, f, 0), Err(AlignmentMismatch));
+        assert_eq!(memcpy(&mut d, &dst, 4096, &src, 4096, 4, f, 0), Err(OutOfBounds));
+        assert_eq!(memcpy(&mut d, &dst, u64::MAX - 3, &src, 0, 8, f, 0), Err(OutOfBounds));
+        assert_eq!(memcpy(&mut d, &h(16, 0, 64), 0, &src, 0, 4, f, 0), Err(TooManyNodes));
+        assert_eq!(memcpy(&mut d, &h(1, 0, 0), 0, &src, 0, 4, f, 0), Err(InvalidHandle));
         let dead = Handle { id: 0, ..src };
-        assert_eq!(
-            memcpy(&mut d, &dst, 0, &dead, 0, 4, f, 0),
-            Err(InvalidHandle)
-        );
-        assert_eq!(
-            memcpy(&mut d, &dst, 0, &src, 0, 4, f, NOTIFY_SLOTS as u32),
-            Err(InvalidSlot)
-        );
-        assert_eq!(
-            memcpy(&mut d, &dst, 0, &src, 0, 4, f, u32::MAX),
-            Err(InvalidSlot)
-        );
+        assert_eq!(memcpy(&mut d, &dst, 0, &dead, 0, 4, f, 0), Err(InvalidHandle));
+        assert_eq!(memcpy(&mut d, &dst, 0, &src, 0, 4, f, NOTIFY_SLOTS as u32), Err(InvalidSlot));
+        assert_eq!(memcpy(&mut d, &dst, 0, &src, 0, 4, f, u32::MAX), Err(InvalidSlot));
         let bad = DmaFlags::USE_NOTIFY_INTERNAL;
-        assert_eq!(
-            memcpy(&mut d, &dst, 0, &src, 0, 4, bad, 0),
-            Err(InvalidFlagCombination)
-        );
+        assert_eq!(memcpy(&mut d, &dst, 0, &src, 0, 4, bad, 0), Err(InvalidFlagCombination));
         let big = h(0, 0, 1 << 33);
-        assert_eq!(
-            memcpy(&mut d, &big, 0, &big, 0, 1 << 32, f, 0),
-            Err(TooLarge)
-        );
+        assert_eq!(memcpy(&mut d, &big, 0, &big, 0, 1 << 32, f, 0), Err(TooLarge));
         assert!(d.is_empty(), "failed calls leave the chain unchanged");
 
         let mut d2 = |dp, sp, w, c| d.set_memcpy_2d(&dst, 0, dp, &src, 0, sp, w, c, f, 0, 0);
@@ -456,16 +368,8 @@ mod tests {
         assert_eq!(d2(34, 34, 32, 2), Err(InvalidPitch));
         assert_eq!(d2(32, 32, 32, 0), Err(ZeroSize));
         assert_eq!(d2(32, 32, 0, 2), Err(ZeroSize));
-        assert_eq!(
-            d2(36, 32, 32, 2),
-            Err(AlignmentMismatch),
-            "second burst misaligned"
-        );
-        assert_eq!(
-            d2(48, 32, 32, 2),
-            Ok(()),
-            "pitches 16 apart keep the alignment"
-        );
+        assert_eq!(d2(36, 32, 32, 2), Err(AlignmentMismatch), "second burst misaligned");
+        assert_eq!(d2(48, 32, 32, 2), Ok(()), "pitches 16 apart keep the alignment");
         assert_eq!(d2(4, 4, 4, 70_000), Err(TooLarge));
         assert_eq!(d2(1 << 32, 32, 32, 2), Err(TooLarge));
         assert_eq!(d2(1024, 1024, 1024, 5), Err(OutOfBounds));
@@ -478,22 +382,14 @@ mod tests {
         let mut d = Desc::new();
         d.set_mode(Some(DmaMode::Register)).unwrap();
         for _ in 0..REGISTER_REQUESTS {
-            d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0)
-                .unwrap();
+            d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0).unwrap();
         }
         assert_eq!(d.mode(), DmaMode::Register);
-        assert_eq!(
-            d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0),
-            Err(TcaError::RegisterModeFull)
-        );
+        assert_eq!(d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0), Err(TcaError::RegisterModeFull));
         d.set_mode(None).unwrap();
-        d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0)
-            .unwrap();
+        d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0).unwrap();
         assert_eq!(d.mode(), DmaMode::Chaining, "automatic choice above 16");
-        assert_eq!(
-            d.set_mode(Some(DmaMode::Register)),
-            Err(TcaError::RegisterModeFull)
-        );
+        assert_eq!(d.set_mode(Some(DmaMode::Register)), Err(TcaError::RegisterModeFull));
         d.set_mode(Some(DmaMode::Chaining)).unwrap();
         assert_eq!(d.mode(), DmaMode::Chaining);
     }
@@ -502,8 +398,7 @@ mod tests {
     fn short_chains_pick_register_mode() {
         let (dst, src) = (h(1, 0x10_0000, 4096), h(0, 0x2000, 4096));
         let mut d = Desc::new();
-        d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0)
-            .unwrap();
+        d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0).unwrap();
         assert_eq!(d.mode(), DmaMode::Register);
         d.set_mode(Some(DmaMode::Chaining)).unwrap();
         assert_eq!(d.mode(), DmaMode::Chaining);
@@ -514,18 +409,14 @@ mod tests {
         let (dst, src) = (h(1, 0x10_0000, 4096), h(0, 0x2000, 4096));
         let mut d = Desc::new();
         assert_eq!(d.check_runnable(), Err(TcaError::InvalidDescriptor));
-        d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0)
-            .unwrap();
+        d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0).unwrap();
         assert_eq!(d.check_runnable(), Ok(()));
         d.free().unwrap();
         assert!(d.is_freed() && d.is_empty());
         assert_eq!(d.check_runnable(), Err(TcaError::InvalidDescriptor));
         assert_eq!(d.free(), Err(TcaError::InvalidDescriptor));
         assert_eq!(d.set_mode(None), Err(TcaError::InvalidDescriptor));
-        assert_eq!(
-            d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0),
-            Err(TcaError::InvalidDescriptor)
-        );
+        assert_eq!(d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NONE, 0, 0), Err(TcaError::InvalidDescriptor));
     }
 
     #[test]
@@ -533,8 +424,7 @@ mod tests {
         let (dst, src) = (h(1, 0x10_0000, 4096), h(0, 0x2000, 4096));
         let mut d = Desc::new();
         for i in 0..3 {
-            d.set_memcpy(&dst, i * 64, &src, i * 64, 64, DmaFlags::NONE, 0, 0)
-                .unwrap();
+            d.set_memcpy(&dst, i * 64, &src, i * 64, 64, DmaFlags::NONE, 0, 0).unwrap();
         }
         let flags: Vec<u16> = d.hardware_descriptors().map(|x| x.flags).collect();
         assert_eq!(flags, vec![0, 0, FLAG_LAST]);
@@ -542,10 +432,7 @@ mod tests {
         d.hardware_descriptors().last().unwrap().encode(&mut buf);
         assert_eq!(
             Descriptor::decode(&buf),
-            Ok(Descriptor {
-                flags: FLAG_LAST,
-                ..Descriptor::copy(0x2080, 0x10_0080, 64)
-            })
+            Ok(Descriptor { flags: FLAG_LAST, ..Descriptor::copy(0x2080, 0x10_0080, 64) })
         );
     }
 }

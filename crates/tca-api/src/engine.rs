@@ -374,10 +374,7 @@ impl Engine {
 
     /// Notifications from `src_node` with (slot, tag) that arrived and were not consumed.
     pub fn arrived(&self, src_node: u16, slot: u16, tag: u32) -> u32 {
-        self.arrived
-            .get(&(src_node, slot, tag))
-            .copied()
-            .unwrap_or(0)
+        self.arrived.get(&(src_node, slot, tag)).copied().unwrap_or(0)
     }
 
     // ---- application commands ----
@@ -434,11 +431,7 @@ impl Engine {
             return Err(TcaError::ChannelBusy);
         }
         self.check_entries(chain.entries())?;
-        if chain
-            .entries()
-            .iter()
-            .any(|e| self.is_dead(e.dst_node()) || self.is_dead(e.src_node()))
-        {
+        if chain.entries().iter().any(|e| self.is_dead(e.dst_node()) || self.is_dead(e.src_node())) {
             return Err(TcaError::PeerDead);
         }
         let ch = &mut self.channels[channel as usize];
@@ -517,15 +510,8 @@ impl Engine {
                 if job.pending == Some(0) {
                     let request = job.request;
                     self.proxies[i as usize] = None;
-                    let done = ProxyDone {
-                        responder: self.node,
-                        token: request.token,
-                        result: Ok(()),
-                    };
-                    self.actions.push_back(Action::ProxyDone {
-                        node: request.requester,
-                        done,
-                    });
+                    let done = ProxyDone { responder: self.node, token: request.token, result: Ok(()) };
+                    self.actions.push_back(Action::ProxyDone { node: request.requester, done });
                 }
                 Ok(())
             }
@@ -582,17 +568,9 @@ impl Engine {
         if request.src.node != self.node {
             return Err(TcaError::InvalidHandle);
         }
-        let free = self
-            .proxies
-            .iter()
-            .position(Option::is_none)
-            .ok_or(TcaError::OutOfMemory)?;
+        let free = self.proxies.iter().position(Option::is_none).ok_or(TcaError::OutOfMemory)?;
         self.proxy_generation = self.proxy_generation.wrapping_add(1);
-        self.proxies[free] = Some(ProxyJob {
-            request,
-            generation: self.proxy_generation,
-            pending: None,
-        });
+        self.proxies[free] = Some(ProxyJob { request, generation: self.proxy_generation, pending: None });
         Ok(())
     }
 
@@ -612,30 +590,15 @@ impl Engine {
             } else if !descriptor_inside(&r.descriptor, &r.src, &r.dst) {
                 Some(TcaError::OutOfBounds)
             } else {
-                r.descriptor
-                    .validate()
-                    .err()
-                    .map(|_| TcaError::InvalidDescriptor)
+                r.descriptor.validate().err().map(|_| TcaError::InvalidDescriptor)
             };
             if let Some(e) = refusal {
                 self.proxies[i] = None;
-                let done = ProxyDone {
-                    responder: self.node,
-                    token: r.token,
-                    result: Err(e),
-                };
-                self.actions.push_back(Action::ProxyDone {
-                    node: r.requester,
-                    done,
-                });
+                let done = ProxyDone { responder: self.node, token: r.token, result: Err(e) };
+                self.actions.push_back(Action::ProxyDone { node: r.requester, done });
                 continue;
             }
-            let token = Token {
-                node: self.node,
-                owner: Owner::Proxy(i as u16),
-                generation: job.generation,
-                entry: 0,
-            };
+            let token = Token { node: self.node, owner: Owner::Proxy(i as u16), generation: job.generation, entry: 0 };
             self.push_writes(token, &r.descriptor, &r.dst, &r.src);
             if let Some(j) = self.proxies[i].as_mut() {
                 j.pending = Some(u32::from(r.descriptor.count));
@@ -655,11 +618,10 @@ impl Engine {
         self.dead |= 1 << node;
         for c in 0..CHANNELS as u8 {
             let ch = &self.channels[c as usize];
-            let involved = ch.chain.as_ref().is_some_and(|d| {
-                d.entries()
-                    .iter()
-                    .any(|e| e.dst_node() == node || e.src_node() == node)
-            });
+            let involved = ch
+                .chain
+                .as_ref()
+                .is_some_and(|d| d.entries().iter().any(|e| e.dst_node() == node || e.src_node() == node));
             if ch.state == ChannelState::Running && involved {
                 self.fail(c, TcaError::PeerDead);
             }
@@ -683,9 +645,7 @@ impl Engine {
     // ---- internals ----
 
     fn channel(&self, channel: u8) -> TcaResult<&Channel> {
-        self.channels
-            .get(channel as usize)
-            .ok_or(TcaError::InvalidChannel)
+        self.channels.get(channel as usize).ok_or(TcaError::InvalidChannel)
     }
 
     fn is_dead(&self, node: u16) -> bool {
@@ -728,10 +688,7 @@ impl Engine {
                 return;
             }
             // Without CONTINUE on the previous entry, wait until it is finished.
-            if next > 0
-                && !entries[next - 1].flags.contains(DmaFlags::CONTINUE)
-                && ch.finished < next
-            {
+            if next > 0 && !entries[next - 1].flags.contains(DmaFlags::CONTINUE) && ch.finished < next {
                 return;
             }
             let e = entries[next];
@@ -744,29 +701,16 @@ impl Engine {
             };
             if chaining {
                 let internal = e.flags.contains(DmaFlags::USE_INTERNAL);
-                self.actions.push_back(Action::DescriptorFetch {
-                    channel,
-                    entry: next as u32,
-                    internal,
-                });
+                self.actions.push_back(Action::DescriptorFetch { channel, entry: next as u32, internal });
             }
             let pending = if e.src_node() == self.node {
                 self.push_writes(token, &e.descriptor, &e.dst, &e.src);
                 u32::from(e.descriptor.count)
             } else {
-                let request = ProxyRequest {
-                    requester: self.node,
-                    token,
-                    descriptor: e.descriptor,
-                    src: e.src,
-                    dst: e.dst,
-                };
-                self.actions.push_back(Action::RegisterProxy {
-                    node: e.src_node(),
-                    request,
-                });
-                self.actions
-                    .push_back(Action::Interrupt { node: e.src_node() });
+                let request =
+                    ProxyRequest { requester: self.node, token, descriptor: e.descriptor, src: e.src, dst: e.dst };
+                self.actions.push_back(Action::RegisterProxy { node: e.src_node(), request });
+                self.actions.push_back(Action::Interrupt { node: e.src_node() });
                 1
             };
             let ch = &mut self.channels[c];
@@ -817,15 +761,8 @@ impl Engine {
         let finished = ch.finished;
         let internal = entry.flags.contains(DmaFlags::USE_NOTIFY_INTERNAL);
         let me = self.node;
-        let notify = |dst_node| {
-            Action::Notify(Notify {
-                dst_node,
-                src_node: me,
-                slot: entry.slot,
-                tag: entry.tag,
-                internal,
-            })
-        };
+        let notify =
+            |dst_node| Action::Notify(Notify { dst_node, src_node: me, slot: entry.slot, tag: entry.tag, internal });
         if entry.flags.contains(DmaFlags::NOTIFY) {
             self.actions.push_back(notify(entry.dst_node()));
         }
@@ -844,16 +781,12 @@ impl Engine {
     fn fail(&mut self, channel: u8, error: TcaError) {
         let ch = &mut self.channels[channel as usize];
         ch.state = ChannelState::Failed(error);
-        self.actions
-            .push_back(Action::ChannelFailed { channel, error });
+        self.actions.push_back(Action::ChannelFailed { channel, error });
     }
 }
 
 fn check_slot(slot: u32) -> TcaResult<u16> {
-    u16::try_from(slot)
-        .ok()
-        .filter(|s| *s < NOTIFY_SLOTS)
-        .ok_or(TcaError::InvalidSlot)
+    u16::try_from(slot).ok().filter(|s| *s < NOTIFY_SLOTS).ok_or(TcaError::InvalidSlot)
 }
 
 /// Whether every burst of `d` reads inside `src` and writes inside `dst`.
@@ -875,21 +808,10 @@ mod tests {
     #[test]
     fn tokens_round_trip_through_bytes() {
         for owner in [Owner::Channel(3), Owner::Proxy(15)] {
-            let t = Token {
-                node: 7,
-                owner,
-                generation: 0xdead_beef,
-                entry: 41,
-            };
+            let t = Token { node: 7, owner, generation: 0xdead_beef, entry: 41 };
             assert_eq!(Token::from_bytes(&t.to_bytes()), Ok(t));
         }
-        let mut b = Token {
-            node: 1,
-            owner: Owner::Channel(0),
-            generation: 1,
-            entry: 0,
-        }
-        .to_bytes();
+        let mut b = Token { node: 1, owner: Owner::Channel(0), generation: 1, entry: 0 }.to_bytes();
         b[2] = 2;
         assert_eq!(Token::from_bytes(&b), Err(TcaError::UnexpectedCompletion));
         b[2] = 0;

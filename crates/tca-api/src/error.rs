@@ -110,9 +110,7 @@ impl TcaError {
     pub fn message(self) -> &'static str {
         match self {
             TcaError::SizeNotMultipleOf4 => "transfer size is not a multiple of 4 bytes",
-            TcaError::AlignmentMismatch => {
-                "source and destination addresses differ in their low 4 bits"
-            }
+            TcaError::AlignmentMismatch => "source and destination addresses differ in their low 4 bits",
             TcaError::OutOfBounds => "offset plus size lies outside the handle",
             TcaError::TooManyNodes => "more than 16 nodes in a sub-cluster",
             TcaError::InvalidChannel => "invalid DMA channel",
@@ -126,9 +124,7 @@ impl TcaError {
             TcaError::Timeout => "timed out",
             TcaError::PeerDead => "peer node is dead",
             TcaError::ZeroSize => "transfer size is zero",
-            TcaError::InvalidPitch => {
-                "pitch is smaller than the width or not a multiple of 4 bytes"
-            }
+            TcaError::InvalidPitch => "pitch is smaller than the width or not a multiple of 4 bytes",
             TcaError::TooLarge => "transfer too large for one DMA descriptor",
             TcaError::InvalidNode => "node is not in this sub-cluster",
             TcaError::InvalidFlagCombination => "invalid combination of DMA flags",
@@ -187,10 +183,7 @@ mod tests {
 
     #[test]
     fn every_code_has_its_own_string() {
-        let strings: HashSet<_> = TcaError::ALL
-            .iter()
-            .map(|e| error_string(e.code()))
-            .collect();
+        let strings: HashSet<_> = TcaError::ALL.iter().map(|e| error_string(e.code())).collect();
         assert_eq!(strings.len(), TcaError::ALL.len());
         assert!(!strings.contains("success") && !strings.contains("unknown error code"));
         assert_eq!(error_string(TCA_SUCCESS), "success");

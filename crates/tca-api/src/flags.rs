@@ -55,8 +55,7 @@ impl DmaFlags {
             return Err(TcaError::UnknownFlags);
         }
         let f = DmaFlags(bits);
-        if f.contains(Self::USE_NOTIFY_INTERNAL) && !f.intersects(Self::NOTIFY | Self::NOTIFY_SELF)
-        {
+        if f.contains(Self::USE_NOTIFY_INTERNAL) && !f.intersects(Self::NOTIFY | Self::NOTIFY_SELF) {
             return Err(TcaError::InvalidFlagCombination);
         }
         Ok(f)
@@ -93,14 +92,8 @@ impl BitOrAssign for DmaFlags {
 
 impl fmt::Debug for DmaFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const NAMES: [&str; 6] = [
-            "USE_INTERNAL",
-            "USE_NOTIFY_INTERNAL",
-            "NOTIFY",
-            "NOTIFY_SELF",
-            "CONTINUE",
-            "PIPELINE",
-        ];
+        const NAMES: [&str; 6] =
+            ["USE_INTERNAL", "USE_NOTIFY_INTERNAL", "NOTIFY", "NOTIFY_SELF", "CONTINUE", "PIPELINE"];
         let mut first = true;
         f.write_str("DmaFlags(")?;
         for (i, name) in NAMES.iter().enumerate() {
@@ -133,18 +126,9 @@ mod tests {
     #[test]
     fn unknown_bits_and_meaningless_combinations_are_rejected() {
         assert_eq!(DmaFlags::from_bits(0x40), Err(TcaError::UnknownFlags));
-        assert_eq!(
-            DmaFlags::from_bits(0x8000_0004),
-            Err(TcaError::UnknownFlags)
-        );
-        assert_eq!(
-            DmaFlags::from_bits(2),
-            Err(TcaError::InvalidFlagCombination)
-        );
-        assert_eq!(
-            DmaFlags::from_bits(2 | 4),
-            Ok(DmaFlags::USE_NOTIFY_INTERNAL | DmaFlags::NOTIFY)
-        );
+        assert_eq!(DmaFlags::from_bits(0x8000_0004), Err(TcaError::UnknownFlags));
+        assert_eq!(DmaFlags::from_bits(2), Err(TcaError::InvalidFlagCombination));
+        assert_eq!(DmaFlags::from_bits(2 | 4), Ok(DmaFlags::USE_NOTIFY_INTERNAL | DmaFlags::NOTIFY));
         assert_eq!(DmaFlags::from_bits(0x3d).map(DmaFlags::bits), Ok(0x3d));
     }
 

@@ -141,13 +141,7 @@ impl Handle {
         let size = u64::from_le_bytes(u64_at);
         u32_at.copy_from_slice(&b[OFF_ID..OFF_ID + 4]);
         let id = u32::from_le_bytes(u32_at);
-        let h = Handle {
-            node,
-            addr,
-            size,
-            mem,
-            id,
-        };
+        let h = Handle { node, addr, size, mem, id };
         h.validate()?;
         Ok(h)
     }
@@ -172,11 +166,7 @@ pub struct HandleTable {
 impl HandleTable {
     /// An empty table for `node`.
     pub fn new(node: u16) -> Self {
-        Self {
-            node,
-            next_id: 1,
-            live: BTreeMap::new(),
-        }
+        Self { node, next_id: 1, live: BTreeMap::new() }
     }
 
     /// Registers `size` bytes at global address `addr` of this node.
@@ -188,13 +178,7 @@ impl HandleTable {
         if self.live.len() >= MAX_HANDLES || self.next_id == u32::MAX {
             return Err(TcaError::OutOfMemory);
         }
-        let h = Handle {
-            node: self.node,
-            addr,
-            size,
-            mem,
-            id: self.next_id,
-        };
+        let h = Handle { node: self.node, addr, size, mem, id: self.next_id };
         h.validate()?;
         self.next_id += 1;
         self.live.insert(h.id, h);
@@ -236,13 +220,7 @@ mod tests {
 
     #[test]
     fn wire_form_is_byte_exact() {
-        let h = Handle {
-            node: 3,
-            addr: 0x0000_0080_1234_5670,
-            size: 0x1000,
-            mem: MemoryType::Gpu,
-            id: 0x0102_0304,
-        };
+        let h = Handle { node: 3, addr: 0x0000_0080_1234_5670, size: 0x1000, mem: MemoryType::Gpu, id: 0x0102_0304 };
         #[rustfmt::skip]
         let expected: [u8; 32] = [
             b'T', b'C', b'A', b'h',
@@ -260,18 +238,9 @@ mod tests {
 
     #[test]
     fn bad_bytes_are_rejected() {
-        let h = Handle {
-            node: 1,
-            addr: 4096,
-            size: 64,
-            mem: MemoryType::Cpu,
-            id: 9,
-        };
+        let h = Handle { node: 1, addr: 4096, size: 64, mem: MemoryType::Cpu, id: 9 };
         let good = h.to_bytes();
-        assert_eq!(
-            Handle::from_bytes(&good[..31]),
-            Err(TcaError::InvalidHandle)
-        );
+        assert_eq!(Handle::from_bytes(&good[..31]), Err(TcaError::InvalidHandle));
         let mut b = good;
         b[0] = b'X';
         assert_eq!(Handle::from_bytes(&b), Err(TcaError::InvalidHandle));
@@ -316,14 +285,8 @@ mod tests {
         let forged = Handle { size: 1 << 20, ..c };
         assert!(!t.is_live(&forged));
         assert_eq!(t.destroy(&forged), Err(TcaError::InvalidHandle));
-        assert_eq!(
-            t.create(0, 0, MemoryType::Cpu),
-            Err(TcaError::InvalidHandle)
-        );
-        assert_eq!(
-            HandleTable::new(16).create(0, 4, MemoryType::Cpu),
-            Err(TcaError::TooManyNodes)
-        );
+        assert_eq!(t.create(0, 0, MemoryType::Cpu), Err(TcaError::InvalidHandle));
+        assert_eq!(HandleTable::new(16).create(0, 4, MemoryType::Cpu), Err(TcaError::TooManyNodes));
     }
 
     #[test]

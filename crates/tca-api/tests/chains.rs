@@ -35,22 +35,11 @@ fn entry(proxies: bool) -> impl Strategy<Value = Entry> {
     let src_nodes = if proxies { 0..NODES } else { 0..1 };
     (
         (src_nodes, 0..NODES, 0u64..4, 0u64..700, 0u64..700),
-        (
-            1u64..=32,
-            1u64..=8,
-            0u64..16,
-            0u64..8,
-            0u64..8,
-            any::<bool>(),
-        ),
+        (1u64..=32, 1u64..=8, 0u64..16, 0u64..8, 0u64..8, any::<bool>()),
         (0u32..64, 0u32..4, 0u32..4),
     )
         .prop_map(
-            move |(
-                (src_node, dst_node, shift, sb, db),
-                (w, count, extra, bs, bd, two_d),
-                (fl, slot, tag),
-            )| {
+            move |((src_node, dst_node, shift, sb, db), (w, count, extra, bs, bd, two_d), (fl, slot, tag))| {
                 let width = 4 * w;
                 let base_pitch = width + 4 * extra;
                 let mut flags = DmaFlags::from_bits(fl & 0x3d).unwrap();
@@ -128,9 +117,7 @@ fn run(entries: &[Entry], seed: u64, completion: Completion) -> Result<(), TestC
             model.get_mut(&e.dst_node).unwrap()[t..t + e.width as usize].copy_from_slice(&bytes);
         }
         if e.flags.contains(DmaFlags::NOTIFY) {
-            *expected_notes
-                .entry((e.dst_node, e.slot as u16, e.tag))
-                .or_default() += 1;
+            *expected_notes.entry((e.dst_node, e.slot as u16, e.tag)).or_default() += 1;
         }
         if e.flags.contains(DmaFlags::NOTIFY_SELF) {
             *expected_notes.entry((0, e.slot as u16, e.tag)).or_default() += 1;
@@ -143,11 +130,7 @@ fn run(entries: &[Entry], seed: u64, completion: Completion) -> Result<(), TestC
 
     prop_assert_eq!(c.engines[0].wait_dma_channel(2), Ok(WaitStatus::Ready));
     for n in 0..NODES {
-        prop_assert!(
-            c.mem[&n] == model[&n],
-            "node {} memory differs from the memcpy model",
-            n
-        );
+        prop_assert!(c.mem[&n] == model[&n], "node {} memory differs from the memcpy model", n);
     }
     for n in 0..NODES {
         for slot in 0..64u16 {
@@ -157,21 +140,13 @@ fn run(entries: &[Entry], seed: u64, completion: Completion) -> Result<(), TestC
             }
         }
     }
-    let done = c
-        .log
-        .iter()
-        .filter(|(_, a)| matches!(a, tca_api::Action::ChannelDone { channel: 2 }))
-        .count();
+    let done = c.log.iter().filter(|(_, a)| matches!(a, tca_api::Action::ChannelDone { channel: 2 })).count();
     prop_assert_eq!(done, 1);
     Ok(())
 }
 
 fn completion() -> impl Strategy<Value = Completion> {
-    prop_oneof![
-        Just(Completion::Immediate),
-        Just(Completion::Deferred),
-        Just(Completion::Reversed)
-    ]
+    prop_oneof![Just(Completion::Immediate), Just(Completion::Deferred), Just(Completion::Reversed)]
 }
 
 proptest! {

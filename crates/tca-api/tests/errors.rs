@@ -7,8 +7,8 @@ mod common;
 use common::{Cluster, Completion};
 use std::collections::BTreeSet;
 use tca_api::{
-    error_string, Desc, DmaFlags, DmaMode, Engine, Handle, MemoryType, ProxyRequest, TcaError,
-    TcaResult, CHANNELS, NOTIFY_SLOTS, PROXY_REQUESTS,
+    error_string, Desc, DmaFlags, DmaMode, Engine, Handle, MemoryType, ProxyRequest, TcaError, TcaResult, CHANNELS,
+    NOTIFY_SLOTS, PROXY_REQUESTS,
 };
 
 struct Seen(BTreeSet<TcaError>);
@@ -37,53 +37,23 @@ fn every_error_code_is_reachable_from_bad_input() {
 
     // Arguments of tcaDescSetMemcpy / tcaDescSetMemcpy2D.
     let mut d = Desc::new();
-    seen.expect(
-        d.set_memcpy(&dst, 0, &src, 0, 10, f, 0, 0),
-        SizeNotMultipleOf4,
-    );
-    seen.expect(
-        d.set_memcpy(&dst, 8, &src, 0, 16, f, 0, 0),
-        AlignmentMismatch,
-    );
-    seen.expect(
-        d.set_memcpy(&dst, 4000, &src, 4000, 256, f, 0, 0),
-        OutOfBounds,
-    );
-    seen.expect(
-        d.set_memcpy(&Handle { node: 16, ..dst }, 0, &src, 0, 4, f, 0, 0),
-        TooManyNodes,
-    );
-    seen.expect(
-        d.set_memcpy(&dst, 0, &src, 0, 4, f, u32::from(NOTIFY_SLOTS), 0),
-        InvalidSlot,
-    );
-    seen.expect(
-        d.set_memcpy(&dst, 0, &Handle { id: 0, ..src }, 0, 4, f, 0, 0),
-        InvalidHandle,
-    );
+    seen.expect(d.set_memcpy(&dst, 0, &src, 0, 10, f, 0, 0), SizeNotMultipleOf4);
+    seen.expect(d.set_memcpy(&dst, 8, &src, 0, 16, f, 0, 0), AlignmentMismatch);
+    seen.expect(d.set_memcpy(&dst, 4000, &src, 4000, 256, f, 0, 0), OutOfBounds);
+    seen.expect(d.set_memcpy(&Handle { node: 16, ..dst }, 0, &src, 0, 4, f, 0, 0), TooManyNodes);
+    seen.expect(d.set_memcpy(&dst, 0, &src, 0, 4, f, u32::from(NOTIFY_SLOTS), 0), InvalidSlot);
+    seen.expect(d.set_memcpy(&dst, 0, &Handle { id: 0, ..src }, 0, 4, f, 0, 0), InvalidHandle);
     seen.expect(d.set_memcpy(&dst, 0, &src, 0, 0, f, 0, 0), ZeroSize);
-    seen.expect(
-        d.set_memcpy_2d(&dst, 0, 8, &src, 0, 8, 16, 2, f, 0, 0),
-        InvalidPitch,
-    );
-    seen.expect(
-        d.set_memcpy_2d(&dst, 0, 4, &src, 0, 4, 4, 1 << 16, f, 0, 0),
-        TooLarge,
-    );
+    seen.expect(d.set_memcpy_2d(&dst, 0, 8, &src, 0, 8, 16, 2, f, 0, 0), InvalidPitch);
+    seen.expect(d.set_memcpy_2d(&dst, 0, 4, &src, 0, 4, 4, 1 << 16, f, 0, 0), TooLarge);
     let lone = DmaFlags::USE_NOTIFY_INTERNAL;
-    seen.expect(
-        d.set_memcpy(&dst, 0, &src, 0, 4, lone, 0, 0),
-        InvalidFlagCombination,
-    );
+    seen.expect(d.set_memcpy(&dst, 0, &src, 0, 4, lone, 0, 0), InvalidFlagCombination);
     seen.expect(DmaFlags::from_bits(1 << 6), UnknownFlags);
     d.set_mode(Some(DmaMode::Register)).unwrap();
     for _ in 0..16 {
         d.set_memcpy(&dst, 0, &src, 0, 64, f, 0, 0).unwrap();
     }
-    seen.expect(
-        d.set_memcpy(&dst, 0, &src, 0, 64, f, 0, 0),
-        RegisterModeFull,
-    );
+    seen.expect(d.set_memcpy(&dst, 0, &src, 0, 64, f, 0, 0), RegisterModeFull);
     seen.expect(Handle::from_bytes(&[0u8; 32]), InvalidHandle);
 
     // The engine of one node.
@@ -126,21 +96,12 @@ fn every_error_code_is_reachable_from_bad_input() {
 
     // The proxy-read table is bounded.
     let holder = &mut c.engines[1];
-    let request = ProxyRequest {
-        requester: 0,
-        token,
-        descriptor: d.entries()[0].descriptor,
-        src: dst,
-        dst: src,
-    };
+    let request = ProxyRequest { requester: 0, token, descriptor: d.entries()[0].descriptor, src: dst, dst: src };
     for _ in 0..PROXY_REQUESTS {
         holder.handle_proxy_request(request).unwrap();
     }
     seen.expect(holder.handle_proxy_request(request), OutOfMemory);
-    seen.expect(
-        holder.handle_proxy_request(ProxyRequest { src, ..request }),
-        InvalidHandle,
-    );
+    seen.expect(holder.handle_proxy_request(ProxyRequest { src, ..request }), InvalidHandle);
 
     // A dead peer.
     let e = &mut c.engines[0];
@@ -150,9 +111,6 @@ fn every_error_code_is_reachable_from_bad_input() {
 
     let unreachable_here: BTreeSet<_> = [NotInitialized, Timeout].into();
     let all: BTreeSet<_> = TcaError::ALL.into_iter().collect();
-    let missing: Vec<_> = all
-        .difference(&seen.0)
-        .filter(|e| !unreachable_here.contains(e))
-        .collect();
+    let missing: Vec<_> = all.difference(&seen.0).filter(|e| !unreachable_here.contains(e)).collect();
     assert!(missing.is_empty(), "no test input produced {missing:?}");
 }

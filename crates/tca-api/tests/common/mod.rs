@@ -44,9 +44,7 @@ impl Cluster {
 
     /// A handle for `size` bytes at local offset `off` of `node`.
     pub fn handle(&mut self, node: u16, off: u64, size: u64) -> Handle {
-        self.engines[node as usize]
-            .create_handle(u64::from(node) * NODE_SPAN + off, size, MemoryType::Cpu)
-            .unwrap()
+        self.engines[node as usize].create_handle(u64::from(node) * NODE_SPAN + off, size, MemoryType::Cpu).unwrap()
     }
 
     fn local(addr: u64) -> (u16, usize) {
@@ -89,34 +87,24 @@ impl Cluster {
                 let bytes = self.mem[&sn][so..so + len].to_vec();
                 self.mem.get_mut(&dn).unwrap()[d_off..d_off + len].copy_from_slice(&bytes);
                 match self.completion {
-                    Completion::Immediate => self.engines[from as usize]
-                        .handle_write_done(w.token)
-                        .unwrap(),
+                    Completion::Immediate => self.engines[from as usize].handle_write_done(w.token).unwrap(),
                     _ => self.held.push((from, w.token)),
                 }
             }
-            Action::Notify(n) => self.engines[n.dst_node as usize]
-                .handle_notify_arrived(n.src_node, n.slot, n.tag)
-                .unwrap(),
-            Action::RegisterProxy { node, request } => self.engines[node as usize]
-                .handle_proxy_request(request)
-                .unwrap(),
-            Action::Interrupt { node } => self.engines[node as usize].handle_interrupt(),
-            Action::ProxyDone { node, done } => {
-                self.engines[node as usize].handle_proxy_done(done).unwrap()
+            Action::Notify(n) => {
+                self.engines[n.dst_node as usize].handle_notify_arrived(n.src_node, n.slot, n.tag).unwrap()
             }
-            Action::DescriptorFetch { .. }
-            | Action::ChannelDone { .. }
-            | Action::ChannelFailed { .. } => {}
+            Action::RegisterProxy { node, request } => {
+                self.engines[node as usize].handle_proxy_request(request).unwrap()
+            }
+            Action::Interrupt { node } => self.engines[node as usize].handle_interrupt(),
+            Action::ProxyDone { node, done } => self.engines[node as usize].handle_proxy_done(done).unwrap(),
+            Action::DescriptorFetch { .. } | Action::ChannelDone { .. } | Action::ChannelFailed { .. } => {}
         }
     }
 
     /// The actions emitted by `node`, in order.
     pub fn actions_of(&self, node: u16) -> Vec<Action> {
-        self.log
-            .iter()
-            .filter(|(n, _)| *n == node)
-            .map(|(_, a)| *a)
-            .collect()
+        self.log.iter().filter(|(n, _)| *n == node).map(|(_, a)| *a).collect()
     }
 }
