@@ -26,7 +26,7 @@ setup: $(STAMP)
 native: $(STAMP)
 	$(VENV)/bin/maturin develop --release --quiet
 
-demo: native
+demo: native examples
 	$(TCA) demo --out out
 
 test: test-rust test-python test-c

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -203,7 +205,65 @@ def cmd_demo(args: argparse.Namespace) -> int:
             )
         )
     section(rows, "PEACH3 vs PEACH2 and MPI/IB, GPU-GPU ping-pong (seed 003 Fig. 4-5)", "pingpong-peach3")
+    real_and_simulated(section)
     return 0
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python" / "pingpong.py"
+
+
+def example_latency(launch: list[str], size: int) -> float:
+    """One-way latency [us] the Python ping-pong example prints when `tca run` starts it."""
+    command = [sys.executable, "-m", "tca", "run", "-n", "2", *launch, str(EXAMPLE), str(size)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    m = re.search(r"([0-9.]+) us one way", out.stdout)
+    if out.returncode != 0 or not m:
+        raise TcaError(f"{' '.join(command[3:])} failed: {(out.stderr or out.stdout).strip()[-300:]}")
+    return float(m.group(1))
+
+
+def real_and_simulated(section: Callable[[list[report.Row], str, str], None]) -> None:
+    """The same ping-pong program for real on this host and on the simulated HA-PACS/TCA, then
+    this host's shm fabric against MPI-3 RMA (issue: real fabric; docs/shm-fabric.md)."""
+    print("The same program, examples/python/pingpong.py, for real on this host (tca run -n 2:")
+    print("shared-memory fabric, real time) and on the simulated HA-PACS/TCA (tca run --fabric sim).\n")
+    rows: list[report.Row] = []
+    sizes = [8, 4096, 65536, 1 << 20]
+    with progress_bar("pingpong shm vs sim", True) as update:
+        for i, size in enumerate(sizes):
+            here = example_latency(["--bind-to", "core"], size)
+            there = example_latency(["--fabric", "sim", "--platform", "ha-pacs-tca"], size)
+            rows += report.latency_and_bandwidth("pingpong", "this host", "this host (shm)", size, here)
+            rows += report.latency_and_bandwidth(
+                "pingpong", "ha-pacs-tca", "HA-PACS/TCA (simulated)", size, there
+            )
+            if update:
+                update(i + 1, len(sizes))
+    section(
+        rows, "One Python ping-pong program: this host (shm) vs simulated HA-PACS/TCA", "pingpong-shm-vs-sim"
+    )
+    from tca import shm_bench
+
+    if not (shm_bench.BIN / "pingpong").exists():
+        print("# shm vs MPI-3 RMA: the C benchmarks are not built (make examples); skipped")
+        return
+    print("This host's shm fabric (PIO) against MPI-3 RMA (MPI_Put + MPI_Win_flush + flag), 8 B,")
+    print("C programs of examples/c, one run each (`make bench-shm` for every size and 5 rounds):\n")
+    commands = shm_bench.series_commands(8, 0.5)
+    latency = {}
+    for name in ("shm PIO", "MPI-3 RMA Open MPI", "MPI-3 RMA MPICH"):
+        if name not in commands:
+            print(f"# {name}: not installed here (make mpi); skipped")
+            continue
+        try:
+            latency[name] = shm_bench.run_series(commands[name], timeout_s=60)[8]
+        except (RuntimeError, KeyError) as e:
+            print(f"# {name}: {str(e).splitlines()[0]}")
+    for name, us in latency.items():
+        print(f"  {name:<22}{us:>8.3f} us one way")
+    for mpi in ("MPI-3 RMA Open MPI", "MPI-3 RMA MPICH"):
+        if "shm PIO" in latency and mpi in latency:
+            print(f"  shm PIO / {mpi}: {latency['shm PIO'] / latency[mpi]:.2f}")
 
 
 def build_parser() -> argparse.ArgumentParser:

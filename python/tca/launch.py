@@ -7,7 +7,9 @@ stops the others (SIGTERM, then SIGKILL after a grace period) and exits with the
 status. Afterwards it removes any ``/dev/shm/tca-<job>-*`` a rank left behind (only possible
 when a rank died inside ``tcaInit``).
 
-``--fabric sim`` (the simulated platforms) is provided by the simulator's Python API.
+``--fabric sim --platform P`` runs a Python program written with ``tca.program.main`` once, with
+``TCA_FABRIC=sim``, ``TCA_SIZE=N`` and ``TCA_PLATFORM=P``: its N ranks run as threads against the
+simulated platform's virtual clock (C programs run on the shm fabric only).
 """
 
 from __future__ import annotations
@@ -71,14 +73,19 @@ def run(
     fabric: str = "shm",
     timeout_s: float | None = None,
     bind: str = "none",
+    platform: str | None = None,
 ) -> int:
     """Runs ``program`` as ``nranks`` ranks and returns the job's exit status."""
     if not 1 <= nranks <= MAX_RANKS:
         raise TcaError(f"-n {nranks}: a TCA sub-cluster has 1 to {MAX_RANKS} nodes")
     if not program:
         raise TcaError("no program given (usage: tca run -n N PROGRAM [ARGS...])")
+    if fabric == "sim":
+        return run_simulated(nranks, program, platform or "peach2-testbed-2013", timeout_s)
     if fabric != "shm":
-        raise TcaError(f"--fabric {fabric}: not supported by `tca run` yet (use --fabric shm)")
+        raise TcaError(f"--fabric {fabric}: expected shm or sim")
+    if platform is not None:
+        raise TcaError("--platform applies to --fabric sim only")
     if bind not in ("none", "core"):
         raise TcaError(f"--bind-to {bind}: expected none or core")
     job = job_id()
@@ -88,13 +95,41 @@ def run(
             env = rank_env(r, nranks, job, fabric)
             pin = None if cpus is None else (lambda c=cpus: os.sched_setaffinity(0, c))
             try:
-                procs.append(subprocess.Popen(program, env=env, preexec_fn=pin))
+                procs.append(subprocess.Popen(with_interpreter(program), env=env, preexec_fn=pin))
             except OSError as e:
                 raise TcaError(f"cannot start {program[0]}: {e.strerror}") from e
         return wait_all(procs, timeout_s)
     finally:
         stop(procs)
         cleanup(job)
+
+
+def with_interpreter(program: list[str]) -> list[str]:
+    """A ``.py`` file runs with this Python (the one that has ``tca``)."""
+    return [sys.executable, *program] if program[0].endswith(".py") else program
+
+
+def run_simulated(nranks: int, program: list[str], platform: str, timeout_s: float | None) -> int:
+    """Runs a ``tca.program`` Python file once; its ranks run on the simulated platform."""
+    from tca import platforms
+
+    platforms.resolve(platform)  # a bad name is an error here, not in the program
+    if not program[0].endswith(".py"):
+        raise TcaError(
+            f"--fabric sim runs Python programs written with tca.program ({program[0]} is not a .py file)"
+        )
+    command = with_interpreter(program)
+    env = dict(os.environ, TCA_FABRIC="sim", TCA_SIZE=str(nranks), TCA_PLATFORM=platform)
+    for var in ("TCA_RANK", "TCA_JOB_ID"):
+        env.pop(var, None)
+    try:
+        proc = subprocess.Popen(command, env=env)
+    except OSError as e:
+        raise TcaError(f"cannot start {command[0]}: {e.strerror}") from e
+    try:
+        return wait_all([proc], timeout_s)
+    finally:
+        stop([proc])
 
 
 def wait_all(procs: list[subprocess.Popen], timeout_s: float | None) -> int:
@@ -140,7 +175,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
         program = program[1:]
-    return run(args.n, program, fabric=args.fabric, timeout_s=args.timeout, bind=args.bind_to)
+    return run(
+        args.n, program, fabric=args.fabric, timeout_s=args.timeout, bind=args.bind_to, platform=args.platform
+    )
 
 
 def add_parser(subparsers) -> None:
@@ -160,6 +197,7 @@ def add_parser(subparsers) -> None:
         help="core: pin rank r to the r-th CPU, like mpirun --bind-to core (default: none)",
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the job after this long")
+    p.add_argument("--platform", help="simulated platform for --fabric sim (default: peach2-testbed-2013)")
     p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments")
     p.set_defaults(func=cmd_run)
 

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -61,13 +62,23 @@ def parse_table(text: str) -> dict[int, float]:
     return rows
 
 
-def run_series(cmd: list[str]) -> dict[int, float]:
+def run_series(cmd: list[str], timeout_s: float = 180) -> dict[int, float]:
+    """Runs one series; after `timeout_s` its whole process group (launcher and ranks) is
+    killed and RuntimeError says so."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "python"), env.get("PYTHONPATH")]))
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    p = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    try:
+        out, err = p.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise RuntimeError(f"{' '.join(cmd)} did not finish in {timeout_s:.0f} s") from None
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
-    return parse_table(p.stdout)
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{err[-2000:]}")
+    return parse_table(out)
 
 
 def measure(max_bytes: int, scale: float, rounds: int) -> dict[str, dict[int, float]]:
@@ -77,7 +88,12 @@ def measure(max_bytes: int, scale: float, rounds: int) -> dict[str, dict[int, fl
     for r in range(rounds):
         for name, cmd in cmds.items():
             print(f"# round {r + 1}/{rounds}: {name}", file=sys.stderr, flush=True)
-            for size, us in run_series(cmd).items():
+            try:
+                table = run_series(cmd, timeout_s=180)
+            except RuntimeError as e:  # one series failing (or hanging) leaves the others
+                print(f"# {name}: {str(e).splitlines()[0]}", file=sys.stderr, flush=True)
+                continue
+            for size, us in table.items():
                 if size not in best[name] or us < best[name][size]:
                     best[name][size] = us
     return best

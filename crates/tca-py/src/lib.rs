@@ -11,6 +11,7 @@ use tca_hw::node::{run_dma, DmaMode, DmaRun, Endpoint};
 use tca_hw::platform;
 
 mod hold;
+mod shm;
 mod sim;
 
 /// A loaded platform file.
@@ -199,6 +200,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sim::Desc>()?;
     m.add_class::<sim::RankContext>()?;
     m.add_class::<sim::SimJob>()?;
+    m.add_class::<shm::ShmRank>()?;
     m.add_function(wrap_pyfunction!(sim::dma_flags, m)?)?;
     m.add_function(wrap_pyfunction!(sim::error_codes, m)?)?;
     Ok(())
