@@ -119,6 +119,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_pingpong(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes) if args.sizes else None
+    if args.fabric == "shm":
+        # This machine, for real: the C ping-pong on the shm fabric beside MPI-3 RMA (Open MPI,
+        # MPICH) and the memcpy / plain-store floors, all in this one run.
+        from tca import shm_bench
+
+        argv = ["--max", str(max(sizes)) if sizes else "4M"] + (["--json"] if args.json else [])
+        return shm_bench.main(argv)
+    if args.platform is None:
+        raise TcaError("--platform is required with --fabric sim")
     baselines = []
     if args.baseline:
         from tca.baselines import BASELINES
@@ -288,7 +297,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_bench)
 
     pp = bench.add_parser("pingpong", help="ping-pong between two nodes (seed 000 Fig. 7-10, 001, 003)")
-    pp.add_argument("--platform", required=True, help="platform name or .toml file")
+    pp.add_argument("--platform", help="platform name or .toml file (--fabric sim)")
+    pp.add_argument(
+        "--fabric",
+        default="sim",
+        choices=["sim", "shm"],
+        help="sim: a simulated platform (default); shm: this machine, beside MPI-3 RMA",
+    )
     pp.add_argument(
         "--pair", default="cpu-cpu", help="source-destination memory: cpu-cpu, cpu-gpu, gpu-cpu, gpu-gpu"
     )
