@@ -265,7 +265,7 @@ def real_and_simulated(section: Callable[[list[report.Row], str, str], None]) ->
             print(f"# {name}: not installed here (make mpi); skipped")
             continue
         try:
-            latency[name] = shm_bench.run_series(commands[name], timeout_s=60)[8]
+            latency[name] = shm_bench.run_series(commands[name], timeout_s=30)[8]
         except (RuntimeError, KeyError) as e:
             print(f"# {name}: {str(e).splitlines()[0]}")
     for name, us in latency.items():
