@@ -856,44 +856,47 @@ impl ClusterModel {
         let np = pieces.len();
         for (i, (addr, n)) in pieces.into_iter().enumerate() {
             let last = job_done && notify.is_empty() && i + 1 == np;
-            let id = self.alloc(Tlp {
-                kind: TlpKind::MemWrite,
-                addr,
-                payload: n,
-                read_len: 0,
-                path: [0; 5],
-                path_len: 0,
-                at: 0,
-                dest: Dest::Chip(node),
-                origin: node,
-                purpose: Purpose::DataWrite { job, channel, entry, src: src + (addr - dst), last },
-                forwarded: false,
-            });
-            ctx.schedule_in(forward, Ev::Emit(id));
+            let purpose = Purpose::DataWrite { job, channel, entry, src: src + (addr - dst), last };
+            self.emit_write(ctx, forward, node, addr, n, purpose);
         }
         if entry_done {
             // Status words follow the entry's data on the same path (seed 000 §4.2.2).
             let words = notify.len();
             for (index, addr) in notify.into_iter().enumerate() {
-                let id = self.alloc(Tlp {
-                    kind: TlpKind::MemWrite,
-                    addr,
-                    payload: 4,
-                    read_len: 0,
-                    path: [0; 5],
-                    path_len: 0,
-                    at: 0,
-                    dest: Dest::Chip(node),
-                    origin: node,
-                    purpose: Purpose::NotifyWrite { job, channel, entry, index, last: job_done && index + 1 == words },
-                    forwarded: false,
-                });
-                ctx.schedule_in(forward, Ev::Emit(id));
+                let purpose = Purpose::NotifyWrite { job, channel, entry, index, last: job_done && index + 1 == words };
+                self.emit_write(ctx, forward, node, addr, 4, purpose);
             }
         }
         if last_chunk {
             self.pump(ctx, node, channel);
         }
+    }
+
+    /// A posted write of `payload` bytes to global `addr` leaves the DMA datapath of `node`'s
+    /// chip after `delay`, to be routed there.
+    fn emit_write(
+        &mut self,
+        ctx: &mut Context<'_, Ev>,
+        delay: SimTime,
+        node: u32,
+        addr: u64,
+        payload: u64,
+        purpose: Purpose,
+    ) {
+        let id = self.alloc(Tlp {
+            kind: TlpKind::MemWrite,
+            addr,
+            payload,
+            read_len: 0,
+            path: [0; 5],
+            path_len: 0,
+            at: 0,
+            dest: Dest::Chip(node),
+            origin: node,
+            purpose,
+            forwarded: false,
+        });
+        ctx.schedule_in(delay, Ev::Emit(id));
     }
 
     /// Bytes of a write are visible: report it.
