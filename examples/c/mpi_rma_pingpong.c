@@ -15,7 +15,6 @@
 
 #define FLAG_BYTES 64
 
-
 static int iters_for(size_t size, double scale)
 {
     int n = (int)((size <= 8192 ? 10000 : 1000) * scale);
