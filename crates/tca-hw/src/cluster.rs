@@ -42,6 +42,9 @@ pub struct JobEntry {
     pub descriptor: Descriptor,
     /// Global addresses of the status words written, in order, once the entry's data is sent.
     pub notify: Vec<u64>,
+    /// Chaining mode: the descriptor sits in PEACH2's internal memory, not in host memory
+    /// (seed 001: descriptors are prepared "in host memory or PEACH2's internal memory").
+    pub internal: bool,
 }
 
 /// A descriptor chain as one channel executes it.
@@ -748,9 +751,16 @@ impl ClusterModel {
             let index = ch.next_fetch;
             ch.next_fetch += 1;
             ch.outstanding += 1;
-            let addr = ch.table + index as u64 * self.peach.descriptor_bytes;
-            let bytes = self.peach.descriptor_bytes;
-            self.issue_read(ctx, node, addr, bytes, Purpose::DescriptorFetch { channel, index });
+            if ch.entries[index].internal {
+                // Read from the chip's own memory: no PCIe round trip.
+                ch.outstanding -= 1;
+                let delay = self.peach.cycles(self.peach.internal_fetch_cycles + self.peach.descriptor_cycles);
+                ctx.schedule_in(delay, Ev::DescriptorReady { node, channel, index });
+            } else {
+                let addr = ch.table + index as u64 * self.peach.descriptor_bytes;
+                let bytes = self.peach.descriptor_bytes;
+                self.issue_read(ctx, node, addr, bytes, Purpose::DescriptorFetch { channel, index });
+            }
         }
         loop {
             let ch = &mut self.nodes[node as usize].channels[channel as usize];

@@ -123,6 +123,7 @@ pub fn run_dma(platform: &Platform, run: &DmaRun, trace: Option<&mut Trace>) -> 
         .map(|i| JobEntry {
             descriptor: Descriptor::copy(src0 + i * run.size, dst0 + i * run.size, run.size as u32),
             notify: Vec::new(),
+            internal: false,
         })
         .collect();
     let job = DmaJob { mode: run.mode, entries, table_offset: map.host_bytes - table_bytes, id: 0 };

@@ -109,6 +109,8 @@ pub struct Peach2Spec {
     pub register_read_cycles: u64,
     /// Cycles from a kick reaching the chip until the channel issues its first request.
     pub dma_start_cycles: u64,
+    /// Cycles to read a descriptor from the chip's internal memory (`tcaDMAUseInternal`).
+    pub internal_fetch_cycles: u64,
     /// Read requests a DMA engine may have outstanding (PCIe tags).
     pub max_outstanding_reads: u32,
 }
@@ -227,6 +229,7 @@ impl Reader<'_> {
             forward_cycles: self.count("peach2.forward_cycles")?,
             register_read_cycles: self.count("peach2.register_read_cycles")?,
             dma_start_cycles: self.count("peach2.dma_start_cycles")?,
+            internal_fetch_cycles: self.count("peach2.internal_fetch_cycles")?,
             max_outstanding_reads: self.count("peach2.max_outstanding_reads")? as u32,
         };
         let address_map = AddressMapSpec {

@@ -393,6 +393,7 @@ impl World {
             .map(|(e, ns)| JobEntry {
                 descriptor: e.descriptor,
                 notify: ns.iter().map(|n| notify_word(&map, n)).collect(),
+                internal: e.flags.contains(DmaFlags::USE_INTERNAL),
             })
             .collect();
         if entries.len() as u64 * self.platform.peach2.descriptor_bytes > TABLE_BYTES {

@@ -159,3 +159,30 @@ fn a_remote_read_by_proxy_write_returns_the_right_bytes_later() {
     // A PIO request, the responder's interrupt (3 us) and its DMA: slower than a local read.
     assert!(out[0].1 > SimTime::from_us(3), "{}", out[0].1);
 }
+
+#[test]
+fn descriptors_in_peach2_internal_memory_start_sooner() {
+    let elapsed = |flags: DmaFlags| {
+        run(1, move |job, rank| {
+            let h = |r: Reply| match r {
+                Reply::Handle(h) => h,
+                _ => unreachable!(),
+            };
+            let src = h(job.call(rank, Op::Malloc { size: 4096, mem: MemoryType::Cpu, gpu: 0 }).unwrap());
+            let dst = h(job.call(rank, Op::Malloc { size: 4096, mem: MemoryType::Gpu, gpu: 0 }).unwrap());
+            let mut d = Desc::new();
+            for i in 0..8 {
+                d.set_memcpy(&dst, i * 64, &src, i * 64, 64, flags, 0, 0).unwrap();
+            }
+            d.set_mode(Some(tca_api::DmaMode::Chaining)).unwrap();
+            job.call(rank, Op::SetChain { channel: 0, desc: Box::new(d) }).unwrap();
+            let t0 = time(job, rank);
+            job.call(rank, Op::StartDma { channel: 0 }).unwrap();
+            job.call(rank, Op::WaitDmac { channel: 0 }).unwrap();
+            time(job, rank) - t0
+        })[0]
+    };
+    let (host, internal) = (elapsed(DmaFlags::NONE), elapsed(DmaFlags::USE_INTERNAL));
+    // Eight descriptor fetches over PCIe (each a host-memory round trip) against on-chip reads.
+    assert!(internal + SimTime::from_us(2) < host, "internal {internal}, host {host}");
+}
