@@ -32,6 +32,8 @@ def test_api_errors_reach_python_on_the_shm_fabric(tmp_path):
     program.write_text(
         textwrap.dedent(
             """
+            import sys
+
             import tca.program
             from tca.api import Desc, TcaApiError
 
@@ -50,7 +52,7 @@ def test_api_errors_reach_python_on_the_shm_fabric(tmp_path):
                     except TcaApiError as e:
                         found.append(e.name)
                 ctx.barrier()
-                print(ctx.rank, ",".join(found))
+                sys.stdout.write(f"{ctx.rank} {','.join(found)}\\n")  # one write: ranks share stdout
 
             tca.program.main(errors)
             """
