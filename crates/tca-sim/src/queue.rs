@@ -85,6 +85,14 @@ impl<E> EventQueue<E> {
         if self.now.is_empty() {
             let i = self.occupied.trailing_zeros() as usize + 1;
             self.occupied &= !(1 << (i - 1));
+            if self.buckets[i].len() == 1 {
+                // A lone event in the lowest bucket is the earliest: no redistribution. Higher
+                // buckets stay valid, as the new reference shares their prefix.
+                let (time, _, event) = self.buckets[i].pop().expect("one event");
+                self.last = time;
+                self.len -= 1;
+                return Some((SimTime::from_ps(time), event));
+            }
             let mut moving = std::mem::take(&mut self.buckets[i]);
             self.last = moving.iter().map(|e| e.0).min().expect("an occupied bucket");
             let first_now = self.now.len();
