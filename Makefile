@@ -38,7 +38,7 @@ test-python: native
 	$(PY) -m pytest -q
 
 bench: native
-	cargo bench -p tca-sim --bench event_queue
+	cargo bench -p base --bench event_queue
 	$(PY) -m tca.bench.event_queue
 
 lint: native
@@ -66,11 +66,11 @@ mpi:
 	else echo "make mpi: not root (or no apt-get): MPI variants skipped; install" \
 	  "libopenmpi-dev openmpi-bin mpich libmpich-dev to build them"; fi
 
-# libtca.so (target/release), tca-api.h (crates/tca-capi/include), tca.pc (target/release/pkgconfig).
+# libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig).
 capi:
 	cargo build --release -p tca-capi
 	@mkdir -p target/release/pkgconfig
-	sed 's|@ROOT@|$(CURDIR)|' crates/tca-capi/tca.pc.in > target/release/pkgconfig/tca.pc
+	sed 's|@ROOT@|$(CURDIR)|' crates/tca/capi/tca.pc.in > target/release/pkgconfig/tca.pc
 
 examples: capi mpi
 	$(MAKE) -C examples/c

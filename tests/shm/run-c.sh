@@ -13,7 +13,7 @@ shm_files() { find /dev/shm -maxdepth 1 -name 'tca-*' 2>/dev/null | sort; }
 before=$(shm_files)
 
 flags=$(PKG_CONFIG_PATH=target/release/pkgconfig pkg-config --cflags --libs tca 2>/dev/null ||
-    echo "-Icrates/tca-capi/include -Ltarget/release -Wl,-rpath,$PWD/target/release -ltca")
+    echo "-Icrates/tca/capi/include -Ltarget/release -Wl,-rpath,$PWD/target/release -ltca")
 cc -O2 -Wall -Wextra -Werror -o "$OUT/c_api_errors" tests/shm/c_api_errors.c $flags
 
 step() {

@@ -1,0 +1,306 @@
+//! PCIe links and transaction-layer packets (TLPs).
+//!
+//! Numbers here are those of the PCIe specification, not of a machine: line encodings and the
+//! bytes each layer adds to a TLP. Seed 000 §4.1.1 spells out the Gen2 case: a 16 B TLP header,
+//! a 2 B sequence number and 4 B LCRC from the data link layer, 1 B start and 1 B end framing,
+//! giving 4 GB/s x 256/(256+16+2+4+1+1) = 3.66 GB/s with 256 B payloads.
+
+use base::SimTime;
+
+/// PCIe generation: fixes the line encoding and the framing of a TLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generation {
+    /// 8b/10b encoding (seed 000 §3.1.1: 5 GT/s gives 4 Gbit/s per lane).
+    Gen2,
+    /// 128b/130b encoding (seed 000 §3.1.1: 8 GT/s gives 7.88 Gbit/s per lane).
+    Gen3,
+}
+
+impl Generation {
+    /// (data bits, line bits) of the encoding.
+    pub fn encoding(self) -> (u64, u64) {
+        match self {
+            Generation::Gen2 => (8, 10),
+            Generation::Gen3 => (128, 130),
+        }
+    }
+
+    /// Bytes the data link and physical layers add to every TLP.
+    ///
+    /// Gen2: STP 1 + sequence number 2 + LCRC 4 + END 1 (seed 000 §4.1.1).
+    /// Gen3: the 4-byte STP token carries the sequence number; LCRC 4; no END symbol.
+    pub fn framing_bytes(self) -> u64 {
+        match self {
+            Generation::Gen2 => 1 + 2 + 4 + 1,
+            Generation::Gen3 => 4 + 4,
+        }
+    }
+}
+
+/// Kinds of TLP the models use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlpKind {
+    /// Memory Write (posted).
+    MemWrite,
+    /// Memory Read request (non-posted).
+    MemRead,
+    /// Completion with data.
+    Completion,
+}
+
+impl TlpKind {
+    /// Transaction-layer header bytes. Requests to 64-bit addresses use the 4-DW header;
+    /// completions use 3 DW.
+    pub fn header_bytes(self, address: u64) -> u64 {
+        match self {
+            TlpKind::Completion => 12,
+            _ if address >= 1 << 32 => 16,
+            _ => 12,
+        }
+    }
+}
+
+/// One direction of a PCIe link, as written in a platform file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkSpec {
+    pub generation: Generation,
+    /// Transfers per second per lane (5e9 for Gen2).
+    pub rate_per_lane: u64,
+    pub lanes: u32,
+    /// Max Payload Size [bytes].
+    pub max_payload: u64,
+    /// Max Read Request Size [bytes].
+    pub max_read_request: u64,
+    /// Read Completion Boundary [bytes]: completions may only split at multiples of it.
+    pub read_completion_boundary: u64,
+    /// Time from a TLP's last symbol leaving one end to its last symbol arriving at the other
+    /// (PHY, data link layer and cable).
+    pub latency: SimTime,
+}
+
+impl LinkSpec {
+    /// Checks the values the specification allows.
+    pub fn validate(&self) -> Result<(), String> {
+        let pow2 = |v: u64, lo: u64, hi: u64| v.is_power_of_two() && (lo..=hi).contains(&v);
+        if !matches!(self.lanes, 1 | 2 | 4 | 8 | 12 | 16 | 32) {
+            return Err(format!("lanes = {} is not a PCIe link width", self.lanes));
+        }
+        if !pow2(self.max_payload, 128, 4096) {
+            return Err(format!("max_payload = {} B must be a power of two from 128 to 4096 B", self.max_payload));
+        }
+        if !pow2(self.max_read_request, 128, 4096) {
+            return Err(format!(
+                "max_read_request = {} B must be a power of two from 128 to 4096 B",
+                self.max_read_request
+            ));
+        }
+        if !matches!(self.read_completion_boundary, 64 | 128) {
+            return Err(format!("read_completion_boundary = {} B must be 64 or 128 B", self.read_completion_boundary));
+        }
+        Ok(())
+    }
+
+    /// Raw data rate after line encoding [bytes/s] (4e9 for Gen2 x8).
+    pub fn raw_bytes_per_second(&self) -> f64 {
+        let (data, line) = self.generation.encoding();
+        self.rate_per_lane as f64 * self.lanes as f64 * data as f64 / line as f64 / 8.0
+    }
+
+    /// Bytes a TLP occupies on the wire.
+    pub fn wire_bytes(&self, kind: TlpKind, address: u64, payload: u64) -> u64 {
+        payload + kind.header_bytes(address) + self.generation.framing_bytes()
+    }
+
+    /// Time to serialise `wire_bytes` onto the link, rounded up to a picosecond.
+    pub fn serialization(&self, wire_bytes: u64) -> SimTime {
+        let (data, line) = self.generation.encoding();
+        // wire_bytes * 8 * line/data bits over lanes * rate bit/s.
+        let num = wire_bytes as u128 * 8 * line as u128 * 1_000_000_000_000;
+        let den = data as u128 * self.lanes as u128 * self.rate_per_lane as u128;
+        SimTime::from_ps(num.div_ceil(den) as u64)
+    }
+
+    /// Ideal bandwidth of a stream of max-payload writes to 64-bit addresses [bytes/s].
+    pub fn ideal_write_bandwidth(&self) -> f64 {
+        let p = self.max_payload;
+        self.raw_bytes_per_second() * p as f64 / self.wire_bytes(TlpKind::MemWrite, 1 << 32, p) as f64
+    }
+}
+
+/// Splits `[addr, addr+len)` into request-sized pieces that respect `max` and never cross a
+/// 4 KiB boundary (PCIe rule for memory requests).
+pub fn split_requests(addr: u64, len: u64, max: u64) -> impl Iterator<Item = (u64, u64)> {
+    let end = addr + len;
+    let mut at = addr;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let to_page = 4096 - (at % 4096);
+        let n = (end - at).min(max).min(to_page);
+        let piece = (at, n);
+        at += n;
+        Some(piece)
+    })
+}
+
+/// Splits the data of one read request into completions: the first ends at a read completion
+/// boundary, every completion carries at most `max_payload` bytes and, except the last, ends on
+/// an RCB-aligned address (PCIe Base Specification, completion rules).
+pub fn split_completions(addr: u64, len: u64, rcb: u64, max_payload: u64) -> impl Iterator<Item = u64> {
+    let end = addr + len;
+    let mut at = addr;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let mut stop = (at + max_payload).min(end);
+        if stop < end {
+            stop -= stop % rcb;
+            if stop <= at {
+                stop = (at / rcb + 1) * rcb;
+            }
+        }
+        let n = stop - at;
+        at = stop;
+        Some(n)
+    })
+}
+
+/// When one item went through a [`Server`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmission {
+    /// Serialisation starts (after queueing).
+    pub start: SimTime,
+    /// Serialisation ends.
+    pub end: SimTime,
+    /// The item is out the far side (end + latency).
+    pub out: SimTime,
+}
+
+/// A first-in first-out resource with a serialisation rate and a latency: one direction of a
+/// link, or a throughput limit inside a chip. Time is passed in; nothing is read from a clock.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// Picoseconds per byte, as a fraction `num / den`.
+    ps_per_byte: (u128, u128),
+    latency: SimTime,
+    free_at: SimTime,
+    busy: SimTime,
+}
+
+impl Server {
+    /// A server moving `bytes_per_second` with `latency` added after each item.
+    pub fn with_bandwidth(bytes_per_second: u64, latency: SimTime) -> Self {
+        Self {
+            ps_per_byte: (1_000_000_000_000, bytes_per_second as u128),
+            latency,
+            free_at: SimTime::ZERO,
+            busy: SimTime::ZERO,
+        }
+    }
+
+    /// The server for one direction of a PCIe link (counts wire bytes).
+    pub fn for_link(spec: &LinkSpec) -> Self {
+        let (data, line) = spec.generation.encoding();
+        Self {
+            ps_per_byte: (
+                8 * line as u128 * 1_000_000_000_000,
+                data as u128 * spec.lanes as u128 * spec.rate_per_lane as u128,
+            ),
+            latency: spec.latency,
+            free_at: SimTime::ZERO,
+            busy: SimTime::ZERO,
+        }
+    }
+
+    /// A resource with only a latency (no throughput limit).
+    pub fn latency_only(latency: SimTime) -> Self {
+        Self { ps_per_byte: (0, 1), latency, free_at: SimTime::ZERO, busy: SimTime::ZERO }
+    }
+
+    /// Takes `bytes` arriving at `now` and queues them behind earlier items.
+    pub fn transmit(&mut self, now: SimTime, bytes: u64) -> Transmission {
+        let start = now.max(self.free_at);
+        let service = SimTime::from_ps((bytes as u128 * self.ps_per_byte.0).div_ceil(self.ps_per_byte.1) as u64);
+        self.free_at = start + service;
+        self.busy += service;
+        Transmission { start, end: self.free_at, out: self.free_at + self.latency }
+    }
+
+    /// Total time spent serialising.
+    pub fn busy(&self) -> SimTime {
+        self.busy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(generation: Generation, rate: u64, payload: u64) -> LinkSpec {
+        LinkSpec {
+            generation,
+            rate_per_lane: rate,
+            lanes: 8,
+            max_payload: payload,
+            max_read_request: 4096,
+            read_completion_boundary: 64,
+            latency: SimTime::ZERO,
+        }
+    }
+
+    #[test]
+    fn gen2_x8_256_b_ideal_is_the_seeds_3_66_gb_s() {
+        // Seed 000 §4.1.1: 4 GB/s x 256/(256+16+2+4+1+1).
+        let l = link(Generation::Gen2, 5_000_000_000, 256);
+        assert_eq!(l.raw_bytes_per_second(), 4e9);
+        assert_eq!(l.wire_bytes(TlpKind::MemWrite, 1 << 36, 256), 280);
+        assert!((l.ideal_write_bandwidth() - 4e9 * 256.0 / 280.0).abs() < 1.0);
+        assert!((l.ideal_write_bandwidth() / 1e9 - 3.657).abs() < 0.001);
+    }
+
+    #[test]
+    fn gen2_x8_128_b_payload() {
+        let l = link(Generation::Gen2, 5_000_000_000, 128);
+        assert!((l.ideal_write_bandwidth() / 1e9 - 4.0 * 128.0 / 152.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn gen3_x8_uses_128b_130b() {
+        let l = link(Generation::Gen3, 8_000_000_000, 256);
+        assert!((l.raw_bytes_per_second() / 1e9 - 7.876_923).abs() < 1e-5);
+        assert!((l.ideal_write_bandwidth() / 1e9 - 7.876_923 * 256.0 / 280.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn serialization_of_gen2_x8_is_250_ps_per_byte() {
+        let l = link(Generation::Gen2, 5_000_000_000, 256);
+        assert_eq!(l.serialization(280), SimTime::from_ps(70_000));
+    }
+
+    #[test]
+    fn requests_split_at_max_and_4k_pages() {
+        let v: Vec<_> = split_requests(4096 - 64, 8192, 4096).collect();
+        assert_eq!(v, vec![(4032, 64), (4096, 4096), (8192, 4032)]);
+    }
+
+    #[test]
+    fn completions_split_at_rcb_then_max_payload() {
+        // 4 KiB aligned read: 16 completions of 256 B.
+        assert_eq!(split_completions(0, 4096, 64, 256).collect::<Vec<_>>(), vec![256; 16]);
+        // Unaligned start: the first completion ends on a 64-B boundary.
+        assert_eq!(split_completions(32, 600, 64, 256).collect::<Vec<_>>(), vec![224, 256, 120]);
+    }
+
+    #[test]
+    fn server_queues_first_in_first_out() {
+        let mut s = Server::with_bandwidth(1_000_000_000, SimTime::from_ns(10)); // 1 ns/B
+        let ns = SimTime::from_ns;
+        let t = |start, end, out| Transmission { start: ns(start), end: ns(end), out: ns(out) };
+        assert_eq!(s.transmit(ns(0), 100), t(0, 100, 110));
+        assert_eq!(s.transmit(ns(50), 100), t(100, 200, 210));
+        assert_eq!(s.transmit(ns(500), 1), t(500, 501, 511));
+        assert_eq!(s.busy(), SimTime::from_ns(201));
+    }
+}

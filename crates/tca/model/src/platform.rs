@@ -1,0 +1,502 @@
+//! Platform files: a machine described as data (`platforms/*.toml`).
+//!
+//! Every physical parameter is an inline table `{ value = "256 B", source = "seed 000 Table 2" }`;
+//! a parameter fitted to a published number also names it: `calibrated = "seed 000 Fig. 4 ..."`.
+//! Loading checks units, signs and presence of every parameter and rejects unknown keys, and
+//! keeps the list of parameters with their sources for reports.
+
+use pcie::{Generation, LinkSpec};
+use crate::router::Port;
+use base::units::{self, UnitError};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use base::SimTime;
+
+/// A platform file that could not be loaded; `Display` is one line naming file and key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct PlatformError {
+    pub path: String,
+    pub message: String,
+}
+
+/// One parameter as written in the file, with where its value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Dotted key, e.g. `host.memory_read_latency`.
+    pub key: String,
+    /// The value as written, e.g. `"350 ns"`.
+    pub value: String,
+    /// Where the value comes from (seed, section, figure; or a stated assumption).
+    pub source: String,
+    /// The published number this parameter was fitted to, if any.
+    pub calibrated: Option<String>,
+}
+
+/// A number the seed states, to be shown beside the model's value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub benchmark: String,
+    pub experiment: String,
+    pub series: String,
+    pub x: f64,
+    pub value: f64,
+    pub unit: String,
+    pub source: String,
+    /// `calibrated` if a parameter was fitted to this number, else `predicted`.
+    pub kind: String,
+}
+
+/// Host side of one node: CPU root complex, memory, QPI (seed 000 §3.2, Fig. 1).
+#[derive(Debug, Clone)]
+pub struct HostSpec {
+    /// CPU core store to a device register until the TLP leaves the root port.
+    pub mmio_latency: SimTime,
+    /// A read request reaching the root port until its first completion is ready.
+    pub memory_read_latency: SimTime,
+    /// A posted write reaching the root port until a polling core can see it.
+    pub memory_write_latency: SimTime,
+    /// Throughput of the integrated I/O unit for one device's inbound reads and writes together.
+    pub inbound_bandwidth: u64,
+    /// Latency of a peer-to-peer TLP through the CPU's integrated PCIe switch.
+    pub p2p_latency: SimTime,
+    /// Limit on completions for peer-to-peer reads through the integrated switch.
+    pub p2p_read_bandwidth: u64,
+    /// Bandwidth of peer-to-peer traffic crossing QPI to the other socket.
+    pub qpi_bandwidth: u64,
+    /// Extra latency of crossing QPI.
+    pub qpi_latency: SimTime,
+    /// Bytes a CPU's write-combining buffer gathers into one PIO TLP.
+    pub pio_write_combining: u64,
+    /// From an interrupt raised on this host until its driver's handler runs.
+    pub interrupt_latency: SimTime,
+}
+
+/// A PCIe cable between two PEACH2 ports (seed 000 §3.1.1: one end Root Complex, the other
+/// Endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cable {
+    pub a: u32,
+    pub a_port: Port,
+    pub b: u32,
+    pub b_port: Port,
+}
+
+/// A GPU as a PCIe target (GPUDirect RDMA, seed 000 §3.2).
+#[derive(Debug, Clone)]
+pub struct GpuSpec {
+    pub model: String,
+    /// Socket of each GPU; PEACH2 sits on socket 0.
+    pub sockets: Vec<u32>,
+    /// A read request reaching the GPU until its first completion is ready.
+    pub read_latency: SimTime,
+    /// The GPU's own limit on serving reads of its memory from PCIe.
+    pub read_bandwidth: u64,
+}
+
+/// The PEACH2 chip (seed 000 §3.3-3.5).
+#[derive(Debug, Clone)]
+pub struct Peach2Spec {
+    pub clock_hz: u64,
+    pub dma_channels: u32,
+    pub descriptor_bytes: u64,
+    pub register_slots: u32,
+    /// Cycles to decode one descriptor (fetched or from registers) and start its reads.
+    pub descriptor_cycles: u64,
+    /// Cycles from a TLP entering one port to leaving another.
+    pub forward_cycles: u64,
+    /// Cycles to answer a register read.
+    pub register_read_cycles: u64,
+    /// Cycles from a kick reaching the chip until the channel issues its first request.
+    pub dma_start_cycles: u64,
+    /// Cycles to read a descriptor from the chip's internal memory (`tcaDMAUseInternal`).
+    pub internal_fetch_cycles: u64,
+    /// Read requests a DMA engine may have outstanding (PCIe tags).
+    pub max_outstanding_reads: u32,
+}
+
+impl Peach2Spec {
+    /// `cycles` of the chip clock as time.
+    pub fn cycles(&self, cycles: u64) -> SimTime {
+        SimTime::from_ps((cycles as u128 * 1_000_000_000_000 / self.clock_hz as u128) as u64)
+    }
+}
+
+/// How the shared PCIe window is divided (seed 000 §3.4).
+#[derive(Debug, Clone)]
+pub struct AddressMapSpec {
+    /// Base PCIe address of the window the host maps to PEACH2.
+    pub window_base: u64,
+    pub window_bytes: u64,
+    pub max_nodes: u32,
+    /// Bytes of each node's part reserved for host memory (the rest is split among GPUs).
+    pub host_bytes: u64,
+    pub gpu_bytes: u64,
+}
+
+/// A loaded platform.
+#[derive(Debug, Clone)]
+pub struct Platform {
+    pub name: String,
+    pub description: String,
+    pub source: String,
+    pub path: PathBuf,
+    pub nodes: u32,
+    /// Cables between PEACH2 ports.
+    pub cables: Vec<Cable>,
+    /// PEACH2 N port to the CPU root port.
+    pub host_link: LinkSpec,
+    /// A cable link between two PEACH2 ports (PHY, data link layer and cable).
+    pub cable_link: LinkSpec,
+    /// CPU root port to each GPU.
+    pub gpu_link: LinkSpec,
+    pub host: HostSpec,
+    pub gpu: GpuSpec,
+    pub peach2: Peach2Spec,
+    pub address_map: AddressMapSpec,
+    pub params: Vec<Param>,
+    pub references: Vec<Reference>,
+}
+
+impl Platform {
+    /// Loads and validates a platform file.
+    ///
+    /// # Errors
+    /// A [`PlatformError`] naming the file and the first problem: unreadable file, TOML syntax,
+    /// missing or unknown parameter, missing source, wrong unit, negative or zero value.
+    pub fn load(path: &Path) -> Result<Platform, PlatformError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PlatformError { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses platform text; `path` is used for messages only.
+    pub fn parse(text: &str, path: &Path) -> Result<Platform, PlatformError> {
+        let fail = |message: String| PlatformError { path: path.display().to_string(), message };
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+            let what = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+            fail(format!("not valid TOML at line {line}: {what}"))
+        })?;
+        let mut r = Reader { root: &table, used: BTreeSet::new(), params: vec![] };
+        let platform = r.platform(path).map_err(fail)?;
+        r.check_all_used().map_err(fail)?;
+        Ok(platform)
+    }
+}
+
+/// Walks the TOML table, parsing parameters and remembering which keys were read.
+struct Reader<'a> {
+    root: &'a toml::Table,
+    used: BTreeSet<String>,
+    params: Vec<Param>,
+}
+
+impl Reader<'_> {
+    fn platform(&mut self, path: &Path) -> Result<Platform, String> {
+        let name = self.string("platform.name")?;
+        let description = self.string("platform.description")?;
+        let source = self.string("platform.source")?;
+        let nodes = self.count("topology.nodes")? as u32;
+        let cables = self.cables("topology.cables", nodes)?;
+        let host_link = self.link("pcie.host_link")?;
+        let cable_link = self.link("pcie.cable_link")?;
+        let gpu_link = self.link("pcie.gpu_link")?;
+        let host = HostSpec {
+            mmio_latency: self.time("host.mmio_latency")?,
+            memory_read_latency: self.time("host.memory_read_latency")?,
+            memory_write_latency: self.time("host.memory_write_latency")?,
+            inbound_bandwidth: self.bandwidth("host.inbound_bandwidth")?,
+            p2p_latency: self.time("host.p2p_latency")?,
+            p2p_read_bandwidth: self.bandwidth("host.p2p_read_bandwidth")?,
+            qpi_bandwidth: self.bandwidth("host.qpi_bandwidth")?,
+            qpi_latency: self.time("host.qpi_latency")?,
+            pio_write_combining: self.bytes("host.pio_write_combining")?,
+            interrupt_latency: self.time("host.interrupt_latency")?,
+        };
+        let gpu = GpuSpec {
+            model: self.string("gpu.model")?,
+            sockets: self.int_list("gpu.sockets")?,
+            read_latency: self.time("gpu.read_latency")?,
+            read_bandwidth: self.bandwidth("gpu.read_bandwidth")?,
+        };
+        let peach2 = Peach2Spec {
+            clock_hz: self.frequency("peach2.clock")?,
+            dma_channels: self.count("peach2.dma_channels")? as u32,
+            descriptor_bytes: self.bytes("peach2.descriptor_size")?,
+            register_slots: self.count("peach2.register_slots")? as u32,
+            descriptor_cycles: self.count("peach2.descriptor_cycles")?,
+            forward_cycles: self.count("peach2.forward_cycles")?,
+            register_read_cycles: self.count("peach2.register_read_cycles")?,
+            dma_start_cycles: self.count("peach2.dma_start_cycles")?,
+            internal_fetch_cycles: self.count("peach2.internal_fetch_cycles")?,
+            max_outstanding_reads: self.count("peach2.max_outstanding_reads")? as u32,
+        };
+        let address_map = AddressMapSpec {
+            window_base: self.bytes("address_map.window_base")?,
+            window_bytes: self.bytes("address_map.window_size")?,
+            max_nodes: self.count("address_map.max_nodes")? as u32,
+            host_bytes: self.bytes("address_map.host_size")?,
+            gpu_bytes: self.bytes("address_map.gpu_size")?,
+        };
+        let node_bytes = address_map.window_bytes / address_map.max_nodes as u64;
+        if address_map.host_bytes + address_map.gpu_bytes * gpu.sockets.len() as u64 > node_bytes {
+            return Err(format!(
+                "address_map: host_size + {} x gpu_size exceeds a node's part of the window ({node_bytes} B)",
+                gpu.sockets.len()
+            ));
+        }
+        if nodes > address_map.max_nodes {
+            return Err(format!("topology.nodes = {nodes} exceeds address_map.max_nodes = {}", address_map.max_nodes));
+        }
+        let references = self.references()?;
+        Ok(Platform {
+            name,
+            description,
+            source,
+            path: path.to_path_buf(),
+            nodes,
+            cables,
+            host_link,
+            cable_link,
+            gpu_link,
+            host,
+            gpu,
+            peach2,
+            address_map,
+            params: std::mem::take(&mut self.params),
+            references,
+        })
+    }
+
+    fn link(&mut self, prefix: &str) -> Result<LinkSpec, String> {
+        let generation_key = format!("{prefix}.generation");
+        let generation = match self.param_text(&generation_key)?.as_str() {
+            "gen2" => Generation::Gen2,
+            "gen3" => Generation::Gen3,
+            other => return Err(format!("{generation_key}: expected \"gen2\" or \"gen3\", got '{other}'")),
+        };
+        let spec = LinkSpec {
+            generation,
+            rate_per_lane: self.transfer_rate(&format!("{prefix}.rate"))?,
+            lanes: self.count(&format!("{prefix}.lanes"))? as u32,
+            max_payload: self.bytes(&format!("{prefix}.max_payload"))?,
+            max_read_request: self.bytes(&format!("{prefix}.max_read_request"))?,
+            read_completion_boundary: self.bytes(&format!("{prefix}.read_completion_boundary"))?,
+            latency: self.time(&format!("{prefix}.latency"))?,
+        };
+        spec.validate().map_err(|e| format!("{prefix}: {e}"))?;
+        Ok(spec)
+    }
+
+    /// The raw TOML value at a dotted key.
+    fn lookup(&self, key: &str) -> Option<&toml::Value> {
+        let mut parts = key.split('.');
+        let mut value = self.root.get(parts.next()?)?;
+        for part in parts {
+            value = value.as_table()?.get(part)?;
+        }
+        Some(value)
+    }
+
+    fn string(&mut self, key: &str) -> Result<String, String> {
+        self.used.insert(key.to_owned());
+        match self.lookup(key) {
+            Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+            Some(_) => Err(format!("{key}: expected a non-empty string")),
+            None => Err(format!("missing field '{key}'")),
+        }
+    }
+
+    /// A physical parameter `{ value, source, calibrated? }`; returns its value as text.
+    fn param_text(&mut self, key: &str) -> Result<String, String> {
+        self.used.insert(key.to_owned());
+        let entry = self.lookup(key).ok_or_else(|| format!("missing field '{key}'"))?;
+        let table = entry.as_table().ok_or_else(|| format!("{key}: expected {{ value = ..., source = \"...\" }}"))?;
+        for k in table.keys() {
+            if !matches!(k.as_str(), "value" | "source" | "calibrated") {
+                return Err(format!("{key}: unknown field '{k}' (expected value, source, calibrated)"));
+            }
+        }
+        let value = match table.get("value") {
+            Some(toml::Value::String(s)) => s.clone(),
+            Some(toml::Value::Integer(i)) => i.to_string(),
+            Some(toml::Value::Array(a)) => {
+                let items: Result<Vec<String>, String> = a
+                    .iter()
+                    .map(|v| match v {
+                        toml::Value::Integer(i) => Ok(i.to_string()),
+                        toml::Value::String(s) if !s.contains(',') => Ok(s.clone()),
+                        _ => Err(format!("{key}: expected a list of integers or strings")),
+                    })
+                    .collect();
+                items?.join(",")
+            }
+            Some(_) => return Err(format!("{key}: value must be a string with a unit or an integer")),
+            None => return Err(format!("{key}: missing 'value'")),
+        };
+        let source = match table.get("source") {
+            Some(toml::Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            _ => return Err(format!("{key}: missing 'source' (name the seed, section and figure, or the assumption)")),
+        };
+        let calibrated = match table.get("calibrated") {
+            Some(toml::Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(format!("{key}: 'calibrated' must be a string naming the fitted number")),
+            None => None,
+        };
+        self.params.push(Param { key: key.to_owned(), value: value.clone(), source, calibrated });
+        Ok(value)
+    }
+
+    fn unit<T>(&mut self, key: &str, parse: fn(&str) -> Result<T, UnitError>) -> Result<T, String> {
+        let text = self.param_text(key)?;
+        parse(&text).map_err(|e| format!("{key}: {e}"))
+    }
+
+    fn bytes(&mut self, key: &str) -> Result<u64, String> {
+        self.unit(key, units::parse_bytes)
+    }
+    fn time(&mut self, key: &str) -> Result<SimTime, String> {
+        self.unit(key, units::parse_time)
+    }
+    fn bandwidth(&mut self, key: &str) -> Result<u64, String> {
+        self.unit(key, units::parse_bandwidth)
+    }
+    fn frequency(&mut self, key: &str) -> Result<u64, String> {
+        self.unit(key, units::parse_frequency)
+    }
+    fn transfer_rate(&mut self, key: &str) -> Result<u64, String> {
+        self.unit(key, units::parse_transfer_rate)
+    }
+
+    /// A positive whole number without unit (lanes, channels, cycles).
+    fn count(&mut self, key: &str) -> Result<u64, String> {
+        let text = self.param_text(key)?;
+        match text.parse::<i64>() {
+            Ok(v) if v > 0 => Ok(v as u64),
+            Ok(v) => Err(format!("{key}: must be a positive integer, got {v}")),
+            Err(_) => Err(format!("{key}: expected an integer without unit, got '{text}'")),
+        }
+    }
+
+    fn int_list(&mut self, key: &str) -> Result<Vec<u32>, String> {
+        let text = self.param_text(key)?;
+        let list: Result<Vec<u32>, _> = text.split(',').map(str::parse).collect();
+        match list {
+            Ok(v) if !v.is_empty() => Ok(v),
+            _ => Err(format!("{key}: expected a non-empty list of non-negative integers")),
+        }
+    }
+
+    /// Cables written "0E-1W": node 0 port E to node 1 port W. Each port is used once, nodes
+    /// exist, and the two ends are one Endpoint and one Root Complex (S may be either).
+    fn cables(&mut self, key: &str, nodes: u32) -> Result<Vec<Cable>, String> {
+        let text = self.param_text(key)?;
+        let mut cables = Vec::new();
+        let mut used = BTreeSet::new();
+        for item in text.split(',').filter(|s| !s.is_empty()) {
+            let end = |s: &str| -> Option<(u32, Port)> {
+                let (num, port) = s.split_at(s.len().checked_sub(1)?);
+                let port = match port {
+                    "E" => Port::E,
+                    "W" => Port::W,
+                    "S" => Port::S,
+                    _ => return None,
+                };
+                Some((num.parse().ok()?, port))
+            };
+            let parsed = item.split_once('-').and_then(|(a, b)| Some((end(a)?, end(b)?)));
+            let Some(((a, a_port), (b, b_port))) = parsed else {
+                return Err(format!("{key}: '{item}' is not a cable like \"0E-1W\" (ports E, W, S)"));
+            };
+            if a >= nodes || b >= nodes || a == b {
+                return Err(format!("{key}: '{item}' must join two different nodes below topology.nodes = {nodes}"));
+            }
+            for end in [(a, a_port), (b, b_port)] {
+                if !used.insert(end) {
+                    return Err(format!("{key}: port {:?} of node {} is cabled twice", end.1, end.0));
+                }
+            }
+            let roles = (a_port.fixed_role(), b_port.fixed_role());
+            if matches!(roles, (Some(x), Some(y)) if x == y) || (a_port == Port::S) != (b_port == Port::S) {
+                return Err(format!(
+                    "{key}: '{item}' joins {a_port:?} to {b_port:?}; a cable needs one Endpoint and one Root Complex (E-W, or S-S) (seed 000 §3.3)"
+                ));
+            }
+            cables.push(Cable { a, a_port, b, b_port });
+        }
+        Ok(cables)
+    }
+
+    fn references(&mut self) -> Result<Vec<Reference>, String> {
+        self.used.insert("reference".to_owned());
+        let Some(value) = self.root.get("reference") else {
+            return Ok(vec![]);
+        };
+        let rows = value.as_array().ok_or("reference: expected [[reference]] tables")?;
+        rows.iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let at = |k: &str| format!("reference[{i}].{k}");
+                let t = row.as_table().ok_or_else(|| format!("reference[{i}]: expected a table"))?;
+                let s = |k: &str| -> Result<String, String> {
+                    t.get(k)
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("missing field '{}'", at(k)))
+                };
+                let n = |k: &str| -> Result<f64, String> {
+                    match t.get(k) {
+                        Some(toml::Value::Float(f)) => Ok(*f),
+                        Some(toml::Value::Integer(v)) => Ok(*v as f64),
+                        _ => Err(format!("missing number '{}'", at(k))),
+                    }
+                };
+                let kind = s("kind")?;
+                if kind != "calibrated" && kind != "predicted" {
+                    return Err(format!("{}: expected \"calibrated\" or \"predicted\"", at("kind")));
+                }
+                Ok(Reference {
+                    benchmark: s("benchmark")?,
+                    experiment: s("experiment")?,
+                    series: s("series")?,
+                    x: n("x")?,
+                    value: n("value")?,
+                    unit: s("unit")?,
+                    source: s("source")?,
+                    kind,
+                })
+            })
+            .collect()
+    }
+
+    /// Every parameter key present in the file must have been read (catches typos).
+    fn check_all_used(&self) -> Result<(), String> {
+        for (section, value) in self.root {
+            // `[baselines.*]` belongs to the Python baseline models (tca.baselines), which
+            // check it themselves.
+            if section == "reference" || section == "baselines" {
+                continue;
+            }
+            let Some(table) = value.as_table() else {
+                return Err(format!("unknown top-level key '{section}'"));
+            };
+            self.check_table(section, table)?;
+        }
+        Ok(())
+    }
+
+    fn check_table(&self, prefix: &str, table: &toml::Table) -> Result<(), String> {
+        for (k, v) in table {
+            let key = format!("{prefix}.{k}");
+            if self.used.contains(&key) {
+                continue;
+            }
+            match v.as_table() {
+                Some(t) if !t.contains_key("value") => self.check_table(&key, t)?,
+                _ => return Err(format!("unknown parameter '{key}'")),
+            }
+        }
+        Ok(())
+    }
+}
