@@ -47,6 +47,7 @@ typedef int tcaresult;
 #define TCA_ERROR_CHANNEL_BUSY 20
 #define TCA_ERROR_CHANNEL_NOT_SET 21
 #define TCA_ERROR_UNEXPECTED_COMPLETION 22
+#define TCA_ERROR_DEADLOCK 23
 #define TCA_ERROR_INVALID_ARGUMENT 100      /* a NULL pointer or negative number (C ABI only) */
 #define TCA_ERROR_INTERNAL 101              /* a bug in the library, reported instead of a crash */
 

@@ -67,11 +67,13 @@ pub enum TcaError {
     ChannelNotSet = 21,
     /// A completion the engine did not ask for (unknown write token or proxy request).
     UnexpectedCompletion = 22,
+    /// Simulated fabric: every rank waits and nothing can change any more.
+    Deadlock = 23,
 }
 
 impl TcaError {
     /// Every error, in code order.
-    pub const ALL: [TcaError; 22] = [
+    pub const ALL: [TcaError; 23] = [
         TcaError::SizeNotMultipleOf4,
         TcaError::AlignmentMismatch,
         TcaError::OutOfBounds,
@@ -94,6 +96,7 @@ impl TcaError {
         TcaError::ChannelBusy,
         TcaError::ChannelNotSet,
         TcaError::UnexpectedCompletion,
+        TcaError::Deadlock,
     ];
 
     /// The stable C code of this error (never [`TCA_SUCCESS`]).
@@ -131,6 +134,7 @@ impl TcaError {
             TcaError::ChannelBusy => "DMA channel is busy",
             TcaError::ChannelNotSet => "no descriptor chain set on the DMA channel",
             TcaError::UnexpectedCompletion => "completion for no outstanding request",
+            TcaError::Deadlock => "deadlock: every rank waits and nothing can change",
         }
     }
 }

@@ -56,6 +56,7 @@
 pub mod desc;
 pub mod descriptor;
 pub mod engine;
+pub mod fabric;
 pub mod error;
 pub mod flags;
 pub mod handle;
@@ -66,5 +67,6 @@ pub use engine::{
     PROXY_REQUESTS, TOKEN_BYTES,
 };
 pub use error::{error_string, result_code, TcaError, TcaResult, TCA_SUCCESS};
+pub use fabric::{Fabric, FabricError, FabricResult, PioRegion};
 pub use flags::DmaFlags;
 pub use handle::{Handle, HandleTable, MemoryType, HANDLE_BYTES, MAX_NODES};

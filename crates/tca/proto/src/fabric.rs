@@ -1,0 +1,184 @@
+//! The one interface every TCA fabric implements, so that a program runs unchanged on each.
+//!
+//! A [`Fabric`] is one rank's view of a running job: the simulated fabric (`tca-sim`, virtual
+//! time) and the shared-memory fabric (`tca-shm`, real memory and clocks) implement it; the C ABI
+//! (`libtca.so`) and the Python bindings are written once against it and pick the fabric at run
+//! time. Methods are named after the TCA user API call they carry out (SYSTEMS.md §1), one name
+//! per call in Rust, C and Python:
+//!
+//! | C                      | Rust / Python          |
+//! |------------------------|------------------------|
+//! | `tcaGetNodeId`         | [`Fabric::node_id`]    |
+//! | `tcaGetNodeCount`      | [`Fabric::node_count`] |
+//! | `tcaMalloc`            | [`Fabric::malloc`]     |
+//! | `tcaFree`              | [`Fabric::free`]       |
+//! | `tcaCreateHandle`      | [`Fabric::create_handle`] |
+//! | `tcaDestroyHandle`     | [`Fabric::destroy_handle`] |
+//! | `tcaDescSet`           | [`Fabric::desc_set`]   |
+//! | `tcaStartDMADesc`      | [`Fabric::start_dma`]  |
+//! | `tcaWaitDMAC`          | [`Fabric::wait_dmac`]  |
+//! | `tcaWaitDMARecvDesc`   | [`Fabric::wait_dma_recv`] |
+//! | `tcaSetPIORegion`      | [`Fabric::set_pio_region`] |
+//! | `tcaSendPIO`           | [`Fabric::send_pio`]   |
+//! | `tcaSendPIOCommit`     | [`Fabric::send_pio_commit`] |
+//! | `tcaWaitPIO`           | [`Fabric::wait_pio`]   |
+//! | `tcaBarrier`           | [`Fabric::barrier`]    |
+//! | `tcaAllgather`         | [`Fabric::allgather`]  |
+//! | `tcaFinalize`          | [`Fabric::finalize`]   |
+//!
+//! Besides the API, a program that cannot hold a pointer (Python, a simulated buffer) reads and
+//! writes its own buffers with [`Fabric::write`] / [`Fabric::read`], reads the fabric's clock
+//! with [`Fabric::wtime`] (simulated time on the simulator) and declares computation with
+//! [`Fabric::compute`].
+//!
+//! Every wait returns or fails: with [`TcaError::Timeout`] or [`TcaError::PeerDead`] on a real
+//! fabric, with [`TcaError::Deadlock`] on the simulator when no rank can move any more; the
+//! [`FabricError`] then says what each rank waited for.
+
+use crate::desc::Desc;
+use crate::error::TcaError;
+use crate::handle::{Handle, MemoryType};
+
+/// A failed fabric call: the API result code, and what the fabric can add (which rank waits
+/// for what in a deadlock, which peer died).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricError {
+    /// The code `libtca.so` returns.
+    pub error: TcaError,
+    /// One line for a person, if the fabric knows more than the code says.
+    pub detail: Option<String>,
+}
+
+impl FabricError {
+    /// An error with a detail line.
+    pub fn with_detail(error: TcaError, detail: impl Into<String>) -> Self {
+        FabricError { error, detail: Some(detail.into()) }
+    }
+}
+
+impl From<TcaError> for FabricError {
+    fn from(error: TcaError) -> Self {
+        FabricError { error, detail: None }
+    }
+}
+
+impl std::fmt::Display for FabricError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(crate::error::error_string(self.error.code()))?;
+        if let Some(d) = &self.detail {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for FabricError {}
+
+/// The result of a fabric call.
+pub type FabricResult<T> = Result<T, FabricError>;
+
+/// A window of a buffer open for PIO stores (`tcaSetPIORegion`): `len` bytes from `offset` of
+/// `handle`'s buffer, which may be on any node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PioRegion {
+    /// The buffer the stores land in.
+    pub handle: Handle,
+    /// First byte of the window in the buffer.
+    pub offset: u64,
+    /// Window length \[bytes\].
+    pub len: u64,
+}
+
+impl PioRegion {
+    /// The window checked against its buffer.
+    ///
+    /// # Errors
+    /// What [`Handle::validate`] rejects; [`TcaError::ZeroSize`];
+    /// [`TcaError::OutOfBounds`] when the window leaves the buffer.
+    pub fn new(handle: Handle, offset: u64, len: u64) -> Result<Self, TcaError> {
+        handle.validate()?;
+        if len == 0 {
+            return Err(TcaError::ZeroSize);
+        }
+        if !handle.contains(offset, len) {
+            return Err(TcaError::OutOfBounds);
+        }
+        Ok(PioRegion { handle, offset, len })
+    }
+}
+
+/// One rank of a running TCA job (see the module documentation for the call names).
+///
+/// All methods take `&self`: a fabric may be used from several threads of its rank.
+pub trait Fabric: Send + Sync {
+    /// This rank's node number (`tcaGetNodeId`).
+    fn node_id(&self) -> FabricResult<u16>;
+
+    /// Nodes of the job (`tcaGetNodeCount`).
+    fn node_count(&self) -> FabricResult<u16>;
+
+    /// A zeroed buffer of `size` bytes in `mem` on this node (`tcaMalloc`); returns its address
+    /// on this node: a pointer the program may use on a real fabric, an address in simulated
+    /// memory on the simulator.
+    fn malloc(&self, size: u64, mem: MemoryType) -> FabricResult<u64>;
+
+    /// Releases a buffer of [`Fabric::malloc`] (`tcaFree`); handles of it stop working.
+    fn free(&self, addr: u64) -> FabricResult<()>;
+
+    /// A handle for `size` bytes at `addr` of a buffer of this rank (`tcaCreateHandle`).
+    fn create_handle(&self, addr: u64, size: u64, mem: MemoryType) -> FabricResult<Handle>;
+
+    /// Unregisters a handle of this rank (`tcaDestroyHandle`).
+    fn destroy_handle(&self, handle: &Handle) -> FabricResult<()>;
+
+    /// Copies `data` into this rank's buffer `handle` at `offset`.
+    fn write(&self, handle: &Handle, offset: u64, data: &[u8]) -> FabricResult<()>;
+
+    /// Copies `out.len()` bytes from this rank's buffer `handle` at `offset`.
+    fn read(&self, handle: &Handle, offset: u64, out: &mut [u8]) -> FabricResult<()>;
+
+    /// Registers `desc` on DMA channel `channel` (`tcaDescSet`).
+    fn desc_set(&self, channel: u8, desc: &Desc) -> FabricResult<()>;
+
+    /// Kicks `channel` (`tcaStartDMADesc`).
+    fn start_dma(&self, channel: u8) -> FabricResult<()>;
+
+    /// Waits until `channel`'s run is over (`tcaWaitDMAC`).
+    fn wait_dmac(&self, channel: u8) -> FabricResult<()>;
+
+    /// Waits for and consumes one notification (`slot`, `tag`) from the node of `handle`
+    /// (`tcaWaitDMARecvDesc`).
+    fn wait_dma_recv(&self, handle: &Handle, slot: u32, tag: u32) -> FabricResult<()>;
+
+    /// Opens `len` bytes from `offset` of `handle`'s buffer for PIO (`tcaSetPIORegion`).
+    fn set_pio_region(&self, handle: &Handle, offset: u64, len: u64) -> FabricResult<PioRegion>;
+
+    /// Stores `data` at `offset` of the window (`tcaSendPIO`).
+    fn send_pio(&self, region: &PioRegion, offset: u64, data: &[u8]) -> FabricResult<()>;
+
+    /// Makes every earlier PIO store of this rank visible before any later one
+    /// (`tcaSendPIOCommit`).
+    fn send_pio_commit(&self) -> FabricResult<()>;
+
+    /// Waits until `expected.len()` bytes at `offset` of this rank's buffer `handle` equal
+    /// `expected` (`tcaWaitPIO`: how a PIO receiver learns data arrived); `peer`, when given,
+    /// is the node whose death ends the wait.
+    fn wait_pio(&self, handle: &Handle, offset: u64, expected: &[u8], peer: Option<u16>) -> FabricResult<()>;
+
+    /// Returns when every rank has called it (`tcaBarrier`).
+    fn barrier(&self) -> FabricResult<()>;
+
+    /// Every rank's `send`, by rank, concatenated (`tcaAllgather`); all ranks pass the same
+    /// length.
+    fn allgather(&self, send: &[u8]) -> FabricResult<Vec<u8>>;
+
+    /// The fabric's clock \[s\]: simulated time on the simulator.
+    fn wtime(&self) -> FabricResult<f64>;
+
+    /// Declares `seconds` of computation: the simulator advances this rank's time; a real
+    /// fabric returns at once (the computation itself took the time).
+    fn compute(&self, seconds: f64) -> FabricResult<()>;
+
+    /// Leaves the job (`tcaFinalize`); later calls fail with [`TcaError::NotInitialized`].
+    fn finalize(&self) -> FabricResult<()>;
+}
