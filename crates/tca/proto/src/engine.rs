@@ -15,7 +15,7 @@
 //! handle_start(ch)                                          tcaStartDMADesc
 //! loop {
 //!     while let Some(a) = poll_action() { carry out a }     after every call that may emit
-//!     handle_write_done(token)                              data of a Write is at its destination
+//!     handle_write_done(token)                              a Write is posted (see below)
 //!     handle_proxy_done(done)                               a ProxyDone reached this node
 //!     handle_notify_arrived(src, slot, tag)                 a Notify reached this node
 //!     handle_proxy_request(req) / handle_interrupt()        a RegisterProxy / Interrupt reached it
@@ -28,19 +28,34 @@
 //! Waits never block: `Pending` tells the fabric to deliver more events (with its own timeout,
 //! DESIGN.md principle 5) and ask again.
 //!
+//! A [`Write`] is *done* for the engine once the fabric has posted it: its bytes are at the
+//! destination, or are on their way in order, so that nothing the engine emits later (a later
+//! write, a notification, a proxy answer) becomes visible at that node before them. That is
+//! PCIe's rule for posted writes (they do not pass each other), which PEACH2 relies on: its
+//! status word follows the data on the same path (seed 000 §4.2.2). A memory fabric reports
+//! done after its copy; the simulator when the last TLP of the write has left the DMA
+//! datapath.
+//!
 //! # Execution of a chain
 //!
-//! Entries run in order. An entry whose source is on this node expands into one
-//! [`Action::Write`] per burst (block-stride expanded, seed 000 §3.5.2), preceded in chaining
-//! mode by an [`Action::DescriptorFetch`]. An entry whose source is on another node is a remote
+//! [`Engine::handle_start`] emits [`Action::Kick`] (the CPU's store to the channel's start
+//! register), then the entries. Entries run in order. An entry whose source is on this node
+//! expands into an [`Action::Descriptor`] (where the controller takes its request from:
+//! registers, host memory or PEACH2 internal memory, seed 000 §3.5.2) followed by one
+//! [`Action::Write`] per burst (block-stride expanded). An entry whose source is on another node is a remote
 //! read by proxy write (seed 000 §3.5): [`Action::RegisterProxy`] (the request written into the
 //! source node's request table) then [`Action::Interrupt`] (a write to its interrupt control
 //! register); that node's engine answers with Writes back and an [`Action::ProxyDone`]. Once
 //! every write of an entry is reported done, the entry's notifications follow ([`Action::Notify`]
 //! to the destination for `NOTIFY`, to this node for `NOTIFY_SELF`), so a notification is never
 //! ahead of its data. Unless an entry has `CONTINUE`, the entry after it waits until every
-//! entry before it has reached that point. When every entry is done, [`Action::ChannelDone`]
-//! ends the run.
+//! entry before it has reached that point: a fence that costs the hardware the overlap of the
+//! next descriptor fetch and reads with this entry's writes. With `CONTINUE` the next entry is
+//! issued at once, and the controller pipelines the two as in seed 000 Fig. 4 and 6. When every
+//! entry is done, [`Action::ChannelDone`] ends the run.
+//!
+//! A proxy read is served on the responder's [`PROXY_CHANNEL`]: its driver kicks that channel
+//! with the request in registers, writes the data, then answers with [`Action::ProxyDone`].
 
 use crate::desc::{DescEntry, DmaMode};
 use crate::error::{TcaError, TcaResult};
@@ -56,6 +71,10 @@ pub const CHANNELS: usize = 4;
 /// Notification slots per node (tca's choice; the seeds give no number): `wait_slot` is in
 /// `0..NOTIFY_SLOTS`.
 pub const NOTIFY_SLOTS: u16 = 64;
+
+/// The channel a node's driver uses to serve proxy reads (the last one; tca's choice, the seed
+/// does not say). A program may use it too: the two share it in order.
+pub const PROXY_CHANNEL: u8 = CHANNELS as u8 - 1;
 
 /// Entries of one node's proxy-read request table (tca's choice; seed 000 §3.5 describes the
 /// table but not its size).
@@ -130,9 +149,10 @@ impl Token {
 /// on `dst_node` (global PCIe addresses, seed 000 §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Write {
-    /// Hand back to the issuing engine's [`Engine::handle_write_done`] once the bytes are in
-    /// the destination memory.
+    /// Hand back to the issuing engine's [`Engine::handle_write_done`] once the write is posted.
     pub token: Token,
+    /// DMA channel that carries it.
+    pub channel: u8,
     /// Node the bytes are written to.
     pub dst_node: u16,
     /// Global address of the first destination byte.
@@ -154,6 +174,8 @@ pub struct Write {
 /// into the receiver's buffer when a DMA completes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Notify {
+    /// DMA channel that writes it (after the data it follows).
+    pub channel: u8,
     /// Node to deliver to with [`Engine::handle_notify_arrived`] (the local node for
     /// `NOTIFY_SELF`).
     pub dst_node: u16,
@@ -196,16 +218,21 @@ pub struct ProxyDone {
 /// What the fabric must do, in the order returned by [`Engine::poll_action`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
-    /// Chaining mode only: the controller fetches the 32-byte descriptor of `entry` from host
-    /// memory, or from PEACH2 internal memory when `internal` (seed 000 §3.5.2, §4.1.1). Timing
-    /// only; nothing to report back.
-    DescriptorFetch {
+    /// The CPU stores to `channel`'s start register (`tcaStartDMADesc`, or a driver serving a
+    /// proxy read). Timing only; nothing to report back.
+    Kick {
+        /// Channel.
+        channel: u8,
+    },
+    /// The controller takes the request of chain entry `entry` from `source` before its writes
+    /// (seed 000 §3.5.2, §4.1.1). Timing only; nothing to report back.
+    Descriptor {
         /// Channel.
         channel: u8,
         /// Entry index in the chain.
         entry: u32,
-        /// Descriptor held in PEACH2 internal memory (`USE_INTERNAL`).
-        internal: bool,
+        /// Where the request is.
+        source: DescriptorSource,
     },
     /// Copy bytes; report [`Engine::handle_write_done`] to the issuing engine.
     Write(Write),
@@ -223,7 +250,8 @@ pub enum Action {
         /// Node to interrupt.
         node: u16,
     },
-    /// Deliver `done` to `node`'s [`Engine::handle_proxy_done`].
+    /// Deliver `done` to `node`'s [`Engine::handle_proxy_done`]: a completion word written
+    /// after the data it answers for, on [`PROXY_CHANNEL`].
     ProxyDone {
         /// The requester.
         node: u16,
@@ -242,6 +270,17 @@ pub enum Action {
         /// Why.
         error: TcaError,
     },
+}
+
+/// Where the DMA controller takes a chain entry's request from (seed 000 §3.5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DescriptorSource {
+    /// Register mode: written into the controller before the kick; no fetch.
+    Registers,
+    /// Chaining mode: a 32-byte descriptor read from host memory over PCIe.
+    HostMemory,
+    /// Chaining mode with `tcaDMAUseInternal`: read from PEACH2 internal memory (seed 001).
+    InternalMemory,
 }
 
 /// What a non-blocking wait found.
@@ -440,6 +479,7 @@ impl Engine {
         ch.next = 0;
         ch.finished = 0;
         ch.pending.iter_mut().for_each(|p| *p = 0);
+        self.actions.push_back(Action::Kick { channel });
         self.issue(channel);
         Ok(())
     }
@@ -599,7 +639,11 @@ impl Engine {
                 continue;
             }
             let token = Token { node: self.node, owner: Owner::Proxy(i as u16), generation: job.generation, entry: 0 };
-            self.push_writes(token, &r.descriptor, &r.dst, &r.src);
+            let channel = PROXY_CHANNEL;
+            self.actions.push_back(Action::Kick { channel });
+            let source = DescriptorSource::Registers;
+            self.actions.push_back(Action::Descriptor { channel, entry: 0, source });
+            self.push_writes(channel, token, &r.descriptor, &r.dst, &r.src);
             if let Some(j) = self.proxies[i].as_mut() {
                 j.pending = Some(u32::from(r.descriptor.count));
             }
@@ -699,12 +743,14 @@ impl Engine {
                 generation: ch.generation,
                 entry: next as u32,
             };
-            if chaining {
-                let internal = e.flags.contains(DmaFlags::USE_INTERNAL);
-                self.actions.push_back(Action::DescriptorFetch { channel, entry: next as u32, internal });
-            }
             let pending = if e.src_node() == self.node {
-                self.push_writes(token, &e.descriptor, &e.dst, &e.src);
+                let source = match (chaining, e.flags.contains(DmaFlags::USE_INTERNAL)) {
+                    (false, _) => DescriptorSource::Registers,
+                    (true, false) => DescriptorSource::HostMemory,
+                    (true, true) => DescriptorSource::InternalMemory,
+                };
+                self.actions.push_back(Action::Descriptor { channel, entry: next as u32, source });
+                self.push_writes(channel, token, &e.descriptor, &e.dst, &e.src);
                 u32::from(e.descriptor.count)
             } else {
                 let request =
@@ -719,10 +765,11 @@ impl Engine {
         }
     }
 
-    fn push_writes(&mut self, token: Token, d: &Descriptor, dst: &Handle, src: &Handle) {
+    fn push_writes(&mut self, channel: u8, token: Token, d: &Descriptor, dst: &Handle, src: &Handle) {
         for (src_addr, dst_addr, len) in d.bursts() {
             self.actions.push_back(Action::Write(Write {
                 token,
+                channel,
                 dst_node: dst.node,
                 dst_addr,
                 dst_mem: dst.mem,
@@ -761,8 +808,9 @@ impl Engine {
         let finished = ch.finished;
         let internal = entry.flags.contains(DmaFlags::USE_NOTIFY_INTERNAL);
         let me = self.node;
-        let notify =
-            |dst_node| Action::Notify(Notify { dst_node, src_node: me, slot: entry.slot, tag: entry.tag, internal });
+        let notify = |dst_node| {
+            Action::Notify(Notify { channel, dst_node, src_node: me, slot: entry.slot, tag: entry.tag, internal })
+        };
         if entry.flags.contains(DmaFlags::NOTIFY) {
             self.actions.push_back(notify(entry.dst_node()));
         }

@@ -63,8 +63,8 @@ pub mod handle;
 
 pub use desc::{Desc, DescEntry, DmaMode, REGISTER_REQUESTS};
 pub use engine::{
-    Action, ChannelState, Engine, Notify, ProxyDone, ProxyRequest, Token, WaitStatus, Write, CHANNELS, NOTIFY_SLOTS,
-    PROXY_REQUESTS, TOKEN_BYTES,
+    Action, ChannelState, DescriptorSource, Engine, Notify, ProxyDone, ProxyRequest, Token, WaitStatus, Write, CHANNELS,
+    NOTIFY_SLOTS, PROXY_CHANNEL, PROXY_REQUESTS, TOKEN_BYTES,
 };
 pub use error::{error_string, result_code, TcaError, TcaResult, TCA_SUCCESS};
 pub use fabric::{Fabric, FabricError, FabricResult, PioRegion};

@@ -4,7 +4,8 @@ mod common;
 
 use common::{Cluster, Completion, NODE_SPAN};
 use tca_proto::{
-    Action, ChannelState, Desc, DmaFlags, DmaMode, Engine, Handle, MemoryType, Notify, TcaError, WaitStatus, Write,
+    Action, ChannelState, Desc, DescriptorSource, DmaFlags, DmaMode, Engine, Handle, MemoryType, Notify, TcaError,
+    WaitStatus, Write,
 };
 
 fn drain(e: &mut Engine) -> Vec<Action> {
@@ -41,8 +42,9 @@ fn chain_runs_in_order_and_waits_for_each_entry() {
     assert_eq!(e.channel_state(1), Ok(ChannelState::Running));
 
     let a = drain(&mut e);
-    assert_eq!(a.len(), 2);
-    assert_eq!(a[0], Action::DescriptorFetch { channel: 1, entry: 0, internal: false });
+    assert_eq!(a.len(), 3);
+    assert_eq!(a[0], Action::Kick { channel: 1 });
+    assert_eq!(a[1], Action::Descriptor { channel: 1, entry: 0, source: DescriptorSource::HostMemory });
     let w0 = writes(&a)[0];
     assert_eq!((w0.src_node, w0.src_addr, w0.dst_node, w0.dst_addr, w0.len), (0, 0x1000, 1, NODE_SPAN + 0x2000, 64));
     assert_eq!((w0.src_mem, w0.dst_mem), (MemoryType::Cpu, MemoryType::Gpu));
@@ -51,9 +53,9 @@ fn chain_runs_in_order_and_waits_for_each_entry() {
 
     e.handle_write_done(w0.token).unwrap();
     let a = drain(&mut e);
-    let notify = Notify { dst_node: 1, src_node: 0, slot: 2, tag: 7, internal: false };
+    let notify = Notify { channel: 1, dst_node: 1, src_node: 0, slot: 2, tag: 7, internal: false };
     assert_eq!(a[0], Action::Notify(notify), "notification right after entry 0's data");
-    assert_eq!(a[1], Action::DescriptorFetch { channel: 1, entry: 1, internal: false });
+    assert_eq!(a[1], Action::Descriptor { channel: 1, entry: 1, source: DescriptorSource::HostMemory });
     let w = writes(&a);
     let got: Vec<_> = w.iter().map(|w| (w.src_addr, w.dst_addr, w.len)).collect();
     let base = NODE_SPAN + 0x2000;
@@ -64,7 +66,7 @@ fn chain_runs_in_order_and_waits_for_each_entry() {
     e.handle_write_done(w[0].token).unwrap();
     assert_eq!(e.poll_action(), None, "one burst still outstanding");
     e.handle_write_done(w[1].token).unwrap();
-    let self_notify = Notify { dst_node: 0, src_node: 0, slot: 3, tag: 8, internal: false };
+    let self_notify = Notify { channel: 1, dst_node: 0, src_node: 0, slot: 3, tag: 8, internal: false };
     assert_eq!(drain(&mut e), vec![Action::Notify(self_notify), Action::ChannelDone { channel: 1 }]);
     assert_eq!(e.wait_dma_channel(1), Ok(WaitStatus::Ready));
     assert_eq!(e.channel_state(1), Ok(ChannelState::Done));
@@ -87,16 +89,18 @@ fn continue_overlaps_entries_but_not_notifications() {
     e.handle_start(0).unwrap();
     let a = drain(&mut e);
     let w = writes(&a);
-    assert_eq!(a.len(), 2, "register mode: no fetch; entries 0 and 1 both issued");
+    assert_eq!(a[0], Action::Kick { channel: 0 });
+    assert_eq!(a[1], Action::Descriptor { channel: 0, entry: 0, source: DescriptorSource::Registers });
+    assert_eq!(a.len(), 5, "register mode: entries 0 and 1 both issued");
     assert_eq!((w[0].dst_addr, w[1].dst_addr), (NODE_SPAN, NODE_SPAN + 64));
 
     e.handle_write_done(w[1].token).unwrap();
     assert_eq!(drain(&mut e), vec![], "entry 2 waits for every entry before it");
     e.handle_write_done(w[0].token).unwrap();
     let a = drain(&mut e);
-    assert_eq!(a[0], Action::Notify(Notify { dst_node: 1, src_node: 0, slot: 0, tag: 1, internal: false }));
+    assert_eq!(a[0], Action::Notify(Notify { channel: 0, dst_node: 1, src_node: 0, slot: 0, tag: 1, internal: false }));
     let w2 = writes(&a);
-    assert_eq!((a.len(), w2[0].dst_addr), (2, NODE_SPAN + 128));
+    assert_eq!((a.len(), w2[0].dst_addr), (3, NODE_SPAN + 128));
     e.handle_write_done(w2[0].token).unwrap();
     assert_eq!(drain(&mut e), vec![Action::ChannelDone { channel: 0 }]);
 }
@@ -126,10 +130,10 @@ fn notify_goes_to_the_destination_and_notify_self_stays_home() {
     assert_eq!(
         notifies,
         vec![
-            Notify { dst_node: 1, src_node: 0, slot: 1, tag: 10, internal: false },
-            Notify { dst_node: 0, src_node: 0, slot: 1, tag: 11, internal: false },
-            Notify { dst_node: 1, src_node: 0, slot: 2, tag: 12, internal: true },
-            Notify { dst_node: 0, src_node: 0, slot: 2, tag: 12, internal: true },
+            Notify { channel: 0, dst_node: 1, src_node: 0, slot: 1, tag: 10, internal: false },
+            Notify { channel: 0, dst_node: 0, src_node: 0, slot: 1, tag: 11, internal: false },
+            Notify { channel: 0, dst_node: 1, src_node: 0, slot: 2, tag: 12, internal: true },
+            Notify { channel: 0, dst_node: 0, src_node: 0, slot: 2, tag: 12, internal: true },
         ]
     );
     assert_eq!(c.engines[1].arrived(0, 1, 10), 1);
@@ -232,11 +236,12 @@ fn remote_read_by_proxy_write() {
     c.drive();
 
     let a0 = c.actions_of(0);
-    assert!(matches!(a0[0], Action::RegisterProxy { node: 1, request } if request.requester == 0));
-    assert_eq!(a0[1], Action::Interrupt { node: 1 });
-    assert_eq!(a0[2], Action::Notify(Notify { dst_node: 0, src_node: 0, slot: 4, tag: 9, internal: false }));
-    assert!(matches!(a0[3], Action::RegisterProxy { node: 1, .. }));
-    assert_eq!(a0[4], Action::Interrupt { node: 1 });
+    assert_eq!(a0[0], Action::Kick { channel: 0 });
+    assert!(matches!(a0[1], Action::RegisterProxy { node: 1, request } if request.requester == 0));
+    assert_eq!(a0[2], Action::Interrupt { node: 1 });
+    assert_eq!(a0[3], Action::Notify(Notify { channel: 0, dst_node: 0, src_node: 0, slot: 4, tag: 9, internal: false }));
+    assert!(matches!(a0[4], Action::RegisterProxy { node: 1, .. }));
+    assert_eq!(a0[5], Action::Interrupt { node: 1 });
     assert_eq!(a0[5], Action::ChannelDone { channel: 0 });
     assert_eq!(a0.len(), 6, "the requester writes nothing itself");
 
@@ -365,10 +370,11 @@ fn use_internal_marks_the_descriptor_fetch() {
     e.set_chain(0, &d).unwrap();
     e.handle_start(0).unwrap();
     let a = drain(&mut e);
-    assert_eq!(a[0], Action::DescriptorFetch { channel: 0, entry: 0, internal: true });
+    assert_eq!(a[0], Action::Kick { channel: 0 });
+    assert_eq!(a[1], Action::Descriptor { channel: 0, entry: 0, source: DescriptorSource::InternalMemory });
     e.handle_write_done(writes(&a)[0].token).unwrap();
     let a = drain(&mut e);
-    assert_eq!(a[0], Action::DescriptorFetch { channel: 0, entry: 1, internal: false });
+    assert_eq!(a[0], Action::Descriptor { channel: 0, entry: 1, source: DescriptorSource::HostMemory });
     assert_eq!(e.chain(0).unwrap().unwrap().mode(), DmaMode::Chaining, "the fabric reads the mode");
     assert!(e.chain(0).unwrap().unwrap().entries()[0].flags.contains(DmaFlags::PIPELINE));
     e.handle_write_done(writes(&a)[0].token).unwrap();

@@ -99,7 +99,7 @@ impl Cluster {
             }
             Action::Interrupt { node } => self.engines[node as usize].handle_interrupt(),
             Action::ProxyDone { node, done } => self.engines[node as usize].handle_proxy_done(done).unwrap(),
-            Action::DescriptorFetch { .. } | Action::ChannelDone { .. } | Action::ChannelFailed { .. } => {}
+            Action::Kick { .. } | Action::Descriptor { .. } | Action::ChannelDone { .. } | Action::ChannelFailed { .. } => {}
         }
     }
 
