@@ -181,7 +181,8 @@ mod tests {
             assert_eq!(TcaError::from_code(e.code()), Some(e));
         }
         assert_eq!(TcaError::from_code(TCA_SUCCESS), None);
-        assert_eq!(TcaError::from_code(23), None);
+        assert_eq!(TcaError::Deadlock.code(), 23);
+        assert_eq!(TcaError::from_code(24), None);
         assert_eq!(TcaError::from_code(-1), None);
     }
 
