@@ -1,10 +1,21 @@
-//! Timing models of TCA hardware, driven by the `base` event kernel.
+//! Timing models of TCA hardware, driven by the `base` event kernel: they say when things
+//! happen; what happens is the TCA protocol core's (crate `tca-proto`), joined to these models by
+//! the simulated fabric (crate `tca-sim`).
 //!
 //! - [`platform`]: platform files (`platforms/*.toml`), every parameter with its source;
 //! - [`router`]: the PEACH2 address-window router and the shared address map;
-//! - [`node`]: one node (host, GPUs, PEACH2) executing DMA chains in virtual time.
+//! - [`cluster`]: a sub-cluster in virtual time, and its inputs and outputs;
+//! - [`peach2`]: the timing of a PEACH2 DMA channel;
+//! - `topology` and `transport`: the hardware as FIFO resources, and TLPs moving through them.
+
+#![warn(missing_docs)]
 
 pub mod cluster;
-pub mod node;
+pub mod peach2;
 pub mod platform;
 pub mod router;
+mod topology;
+mod transport;
+
+pub use cluster::{Cluster, ClusterError, Output};
+pub use peach2::{DescriptorSource, Work};

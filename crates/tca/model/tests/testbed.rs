@@ -1,10 +1,7 @@
-//! The node model on the 2013 testbed platform: behaviour that must hold whatever the
-//! calibration (order, completion, which limit binds where), and platform-file errors.
+//! Platform files: every error names the file and the problem; every parameter has a source.
 
 use std::path::{Path, PathBuf};
-use tca_model::node::{run_dma, DmaError, DmaMode, DmaRun, Endpoint};
 use tca_model::platform::Platform;
-use base::Trace;
 
 fn platform_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/peach2-testbed-2013.toml")
@@ -12,86 +9,6 @@ fn platform_path() -> PathBuf {
 
 fn testbed() -> Platform {
     Platform::load(&platform_path()).expect("the bundled platform loads")
-}
-
-fn run(src: Endpoint, dst: Endpoint, mode: DmaMode, size: u64, count: u32) -> tca_model::node::DmaResult {
-    run_dma(&testbed(), &DmaRun { src, dst, mode, size, count }, None).unwrap()
-}
-
-fn gbps(r: &tca_model::node::DmaResult) -> f64 {
-    r.bandwidth() / 1e9
-}
-
-#[test]
-fn chain_executes_in_order_and_completes_after_every_byte() {
-    let r = run(Endpoint::Host, Endpoint::Host, DmaMode::Chaining, 4096, 16);
-    assert_eq!(r.delivered, 16 * 4096);
-    assert!(r.decoded.windows(2).all(|w| w[0] < w[1]), "descriptors decoded in chain order: {:?}", r.decoded);
-    assert!(*r.decoded.last().unwrap() < r.sent);
-    assert!(r.sent < r.elapsed, "the poll sees completion after the last write left");
-}
-
-#[test]
-fn register_mode_skips_the_descriptor_fetch() {
-    let chain = run(Endpoint::Host, Endpoint::Host, DmaMode::Chaining, 256, 1);
-    let reg = run(Endpoint::Host, Endpoint::Host, DmaMode::Register, 256, 1);
-    // The first descriptor of a chain needs one host-memory read round trip more.
-    assert!(chain.decoded[0] > reg.decoded[0] + testbed().host.memory_read_latency);
-    assert!(reg.elapsed < chain.elapsed);
-}
-
-#[test]
-fn reads_from_gpu_memory_are_capped_by_the_integrated_switch() {
-    let p = testbed();
-    let cap = p.host.p2p_read_bandwidth as f64 / 1e9;
-    let r = run(Endpoint::Gpu(0), Endpoint::Gpu(1), DmaMode::Chaining, 1 << 18, 32);
-    assert!(gbps(&r) <= cap && gbps(&r) > 0.95 * cap, "{} GB/s", gbps(&r));
-    // Writing GPU memory is not capped: CPU-GPU runs at link speed.
-    let w = run(Endpoint::Host, Endpoint::Gpu(0), DmaMode::Chaining, 1 << 18, 32);
-    assert!(gbps(&w) > 3.0 * cap);
-}
-
-#[test]
-fn crossing_qpi_is_slower_still() {
-    let p = testbed();
-    let r = run(Endpoint::Gpu(2), Endpoint::Host, DmaMode::Chaining, 1 << 16, 32);
-    assert!(gbps(&r) <= p.host.qpi_bandwidth as f64 / 1e9 * 1.001);
-}
-
-#[test]
-fn more_descriptors_amortise_the_start() {
-    let bw: Vec<f64> = [1, 2, 4, 8, 16, 32, 64, 128]
-        .iter()
-        .map(|&n| gbps(&run(Endpoint::Host, Endpoint::Host, DmaMode::Chaining, 4096, n)))
-        .collect();
-    assert!(bw.windows(2).all(|w| w[0] < w[1]), "{bw:?}");
-    // Never above the ideal of the link (seed 000 §4.1.1).
-    assert!(bw.iter().all(|&b| b < testbed().host_link.ideal_write_bandwidth() / 1e9));
-}
-
-#[test]
-fn bad_runs_are_errors() {
-    let p = testbed();
-    let e = |src, dst, mode, size, count| run_dma(&p, &DmaRun { src, dst, mode, size, count }, None).unwrap_err();
-    use {DmaMode::*, Endpoint::*};
-    assert_eq!(e(Host, Host, Chaining, 6, 1), DmaError::SizeNotMultipleOf4(6));
-    assert_eq!(e(Host, Host, Chaining, 0, 1), DmaError::Empty);
-    assert_eq!(e(Host, Host, Register, 64, 17), DmaError::TooManyForRegisters { slots: 16, count: 17 });
-    assert_eq!(e(Gpu(4), Host, Chaining, 64, 1), DmaError::NoSuchGpu { gpu: 4, gpus: 4 });
-    assert!(matches!(e(Host, Gpu(0), Chaining, 1 << 30, 8), DmaError::DoesNotFit { .. }));
-}
-
-#[test]
-fn same_run_gives_byte_identical_traces() {
-    let trace = || {
-        let mut t = Trace::new();
-        let r = DmaRun { src: Endpoint::Host, dst: Endpoint::Gpu(0), mode: DmaMode::Chaining, size: 1024, count: 4 };
-        run_dma(&testbed(), &r, Some(&mut t)).unwrap();
-        t.to_json()
-    };
-    let a = trace();
-    assert!(a.contains("\"MWr 256 B\"") && a.contains("\"CplD 256 B\"") && a.contains("node0 PEACH2 DMA channel 0"));
-    assert_eq!(a, trace());
 }
 
 fn load_modified(from: &str, to: &str) -> String {

@@ -5,7 +5,7 @@ mod common;
 use common::{Cluster, Completion, NODE_SPAN};
 use tca_proto::{
     Action, ChannelState, Desc, DescriptorSource, DmaFlags, DmaMode, Engine, Handle, MemoryType, Notify, TcaError,
-    WaitStatus, Write,
+    WaitStatus, Write, PROXY_CHANNEL,
 };
 
 fn drain(e: &mut Engine) -> Vec<Action> {
@@ -242,14 +242,17 @@ fn remote_read_by_proxy_write() {
     assert_eq!(a0[3], Action::Notify(Notify { channel: 0, dst_node: 0, src_node: 0, slot: 4, tag: 9, internal: false }));
     assert!(matches!(a0[4], Action::RegisterProxy { node: 1, .. }));
     assert_eq!(a0[5], Action::Interrupt { node: 1 });
-    assert_eq!(a0[5], Action::ChannelDone { channel: 0 });
-    assert_eq!(a0.len(), 6, "the requester writes nothing itself");
+    assert_eq!(a0[6], Action::ChannelDone { channel: 0 });
+    assert_eq!(a0.len(), 7, "the requester writes nothing itself");
 
     let a1 = c.actions_of(1);
     let w = writes(&a1);
     assert_eq!(w.len(), 4);
     assert!(w.iter().all(|w| w.src_node == 1 && w.dst_node == 0), "the holder writes the data back");
-    assert!(matches!(a1[1], Action::ProxyDone { node: 0, done } if done.responder == 1 && done.result.is_ok()));
+    assert_eq!(a1[0], Action::Kick { channel: PROXY_CHANNEL });
+    assert_eq!(a1[1], Action::Descriptor { channel: PROXY_CHANNEL, entry: 0, source: DescriptorSource::Registers });
+    assert!(w.iter().all(|w| w.channel == PROXY_CHANNEL), "the driver serves on its proxy channel");
+    assert!(matches!(a1[3], Action::ProxyDone { node: 0, done } if done.responder == 1 && done.result.is_ok()));
     assert_eq!(c.mem[&0][512..640], c.mem[&1][1024..1152]);
     for i in 0..3 {
         assert_eq!(c.mem[&0][i * 16..i * 16 + 16], c.mem[&1][i * 32..i * 32 + 16]);

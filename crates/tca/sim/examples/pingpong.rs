@@ -4,44 +4,45 @@
 //!     cargo run --release -p tca-sim --example pingpong -- [PLATFORM.toml] [SIZE]
 
 use std::path::PathBuf;
-use tca_proto::{Desc, DmaFlags, Handle, MemoryType};
 use tca_model::platform::Platform;
-use tca_sim::{Op, Reply, SimJob};
+use tca_proto::{Desc, DmaFlags, Fabric, FabricResult, Handle, MemoryType};
+use tca_sim::SimRank;
 
 const ROUND_TRIPS: u32 = 100;
 
-fn call(job: &SimJob, rank: u32, op: Op) -> Reply {
-    job.call(rank, op).unwrap_or_else(|e| panic!("rank {rank}: {e}"))
-}
-
-fn pingpong(job: &SimJob, me: u32, size: u64) -> f64 {
-    let peer = 1 - me;
-    let Reply::Handle(send) = call(job, me, Op::Malloc { size, mem: MemoryType::Gpu, gpu: 0 }) else { unreachable!() };
-    let Reply::Handle(recv) = call(job, me, Op::Malloc { size, mem: MemoryType::Gpu, gpu: 0 }) else { unreachable!() };
+fn pingpong(r: &SimRank, size: u64) -> FabricResult<f64> {
+    let (me, peer) = (r.rank(), 1 - r.rank());
+    let alloc = || -> FabricResult<Handle> {
+        let addr = r.malloc(size, MemoryType::Gpu)?;
+        r.create_handle(addr, size, MemoryType::Gpu)
+    };
+    let (send, recv) = (alloc()?, alloc()?);
     // Exchange receive handles as bytes, as the original programs did with MPI_Allgather.
-    let Reply::Gathered(all) = call(job, me, Op::Allgather { bytes: recv.to_bytes().to_vec() }) else { unreachable!() };
-    let peer_recv = Handle::from_bytes(&all[peer as usize]).expect("a handle");
-    call(job, me, Op::Write { handle: send, offset: 0, bytes: vec![me as u8 + 1; size as usize] });
+    let all = r.allgather(&recv.to_bytes())?;
+    let n = recv.to_bytes().len();
+    let peer_recv = Handle::from_bytes(&all[peer as usize * n..(peer as usize + 1) * n])?;
+    r.write(&send, 0, &vec![me as u8 + 1; size as usize])?;
 
     let mut desc = Desc::new();
-    desc.set_memcpy(&peer_recv, 0, &send, 0, size, DmaFlags::NOTIFY, 0, me).expect("a valid descriptor");
-    call(job, me, Op::SetChain { channel: 0, desc: Box::new(desc) });
-    call(job, me, Op::Barrier);
+    desc.set_memcpy(&peer_recv, 0, &send, 0, size, DmaFlags::NOTIFY, 0, me)?;
+    r.desc_set(0, &desc)?;
+    r.barrier()?;
 
-    let Reply::Time(start) = call(job, me, Op::Wtime) else { unreachable!() };
+    let start = r.wtime()?;
     for _ in 0..ROUND_TRIPS {
         if me == 0 {
-            call(job, me, Op::StartDma { channel: 0 });
-            call(job, me, Op::WaitRecv { handle: peer_recv, slot: 0, tag: peer });
+            r.start_dma(0)?;
+            r.wait_dma_recv(&peer_recv, 0, peer)?;
         } else {
-            call(job, me, Op::WaitRecv { handle: peer_recv, slot: 0, tag: peer });
-            call(job, me, Op::StartDma { channel: 0 });
+            r.wait_dma_recv(&peer_recv, 0, peer)?;
+            r.start_dma(0)?;
         }
     }
-    let Reply::Time(end) = call(job, me, Op::Wtime) else { unreachable!() };
-    let Reply::Bytes(got) = call(job, me, Op::Read { handle: recv, offset: 0, len: size }) else { unreachable!() };
+    let end = r.wtime()?;
+    let mut got = vec![0; size as usize];
+    r.read(&recv, 0, &mut got)?;
     assert!(got.iter().all(|&b| b == peer as u8 + 1), "the peer's data arrived");
-    (end - start).as_us_f64() / ROUND_TRIPS as f64 / 2.0
+    Ok((end - start) * 1e6 / f64::from(ROUND_TRIPS) / 2.0)
 }
 
 fn main() {
@@ -53,6 +54,12 @@ fn main() {
         eprintln!("{e}");
         std::process::exit(2)
     });
-    let latency = tca_sim::run(&platform, 2, move |job, rank| pingpong(job, rank, size)).expect("2 nodes");
-    println!("{}: GPU-GPU DMA ping-pong, {size} B: {:.2} us one way", platform.name, latency[0]);
+    let latency = tca_sim::run(&platform, 2, move |r| pingpong(r, size)).expect("2 nodes");
+    match &latency[0] {
+        Ok(us) => println!("{}: GPU-GPU DMA ping-pong, {size} B: {us:.2} us one way", platform.name),
+        Err(e) => {
+            eprintln!("pingpong: {e}");
+            std::process::exit(1)
+        }
+    }
 }

@@ -33,6 +33,11 @@ impl Memory {
         (off + len <= buf.data.len() as u64).then_some((start, off as usize))
     }
 
+    /// Whether `[addr, addr + len)` lies inside one buffer.
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
+        self.locate(addr, len).is_some()
+    }
+
     /// Copies `len` bytes at `addr` out; `None` if they are not inside one buffer.
     pub fn read(&self, addr: u64, len: u64) -> Option<Vec<u8>> {
         let (start, off) = self.locate(addr, len)?;
@@ -51,10 +56,20 @@ impl Memory {
 
     /// Copies `len` bytes from `src` to `dst` (both global); `false` if either is not mapped.
     pub fn copy(&mut self, src: u64, dst: u64, len: u64) -> bool {
-        match self.read(src, len) {
-            Some(bytes) => self.write(dst, &bytes),
-            None => false,
+        let (Some((s, so)), Some((d, doff))) = (self.locate(src, len), self.locate(dst, len)) else {
+            return false;
+        };
+        let len = len as usize;
+        if s == d {
+            self.buffers.get_mut(&s).expect("located").data.copy_within(so..so + len, doff);
+        } else {
+            // Take the source out while writing the destination (moves no bytes).
+            let from = self.buffers.remove(&s).expect("located");
+            let to = self.buffers.get_mut(&d).expect("located");
+            to.data[doff..doff + len].copy_from_slice(&from.data[so..so + len]);
+            self.buffers.insert(s, from);
         }
+        true
     }
 }
 

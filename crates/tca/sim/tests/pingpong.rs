@@ -1,60 +1,61 @@
 //! Rank programs on the simulated 2013 testbed: data really moves, calls take virtual time,
 //! runs are deterministic, deadlocks are reported.
 
-use std::path::Path;
-use tca_proto::{Desc, DmaFlags, Handle, MemoryType};
-use tca_model::platform::Platform;
 use base::SimTime;
-use tca_sim::{FabricError, Op, Reply, SimJob};
+use std::path::Path;
+use tca_model::platform::Platform;
+use tca_proto::{Desc, DmaFlags, Fabric, Handle, MemoryType, TcaError};
+use tca_sim::SimRank;
 
 fn testbed() -> Platform {
     Platform::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/peach2-testbed-2013.toml")).unwrap()
 }
 
-fn run<T: Send + 'static>(ranks: u32, f: impl Fn(&SimJob, u32) -> T + Send + Sync + 'static) -> Vec<T> {
+fn run<T: Send + 'static>(ranks: u32, f: impl Fn(&SimRank) -> T + Send + Sync + 'static) -> Vec<T> {
     tca_sim::run(&testbed(), ranks, f).unwrap()
 }
 
-fn handle(r: Reply) -> Handle {
-    match r {
-        Reply::Handle(h) => h,
-        other => panic!("expected a handle, got {other:?}"),
-    }
+/// `tcaMalloc` + `tcaCreateHandle`.
+fn alloc(r: &SimRank, size: u64, mem: MemoryType) -> Handle {
+    let addr = r.malloc(size, mem).unwrap();
+    r.create_handle(addr, size, mem).unwrap()
 }
 
-fn time(job: &SimJob, rank: u32) -> SimTime {
-    match job.call(rank, Op::Wtime).unwrap() {
-        Reply::Time(t) => t,
-        _ => unreachable!(),
-    }
+fn time(r: &SimRank) -> SimTime {
+    r.now().unwrap()
 }
 
 /// Both ranks allocate `size` bytes in `mem` and exchange handles.
-fn setup(job: &SimJob, rank: u32, size: u64, mem: MemoryType) -> (Handle, Handle) {
-    let mine = handle(job.call(rank, Op::Malloc { size, mem, gpu: 0 }).unwrap());
-    let Reply::Gathered(all) = job.call(rank, Op::Allgather { bytes: mine.to_bytes().to_vec() }).unwrap() else {
-        unreachable!()
-    };
-    let peer = Handle::from_bytes(&all[1 - rank as usize]).unwrap();
-    (mine, peer)
+fn setup(r: &SimRank, size: u64, mem: MemoryType) -> (Handle, Handle) {
+    let mine = alloc(r, size, mem);
+    let all = r.allgather(&mine.to_bytes()).unwrap();
+    let n = mine.to_bytes().len();
+    let peer = 1 - r.rank() as usize;
+    (mine, Handle::from_bytes(&all[peer * n..(peer + 1) * n]).unwrap())
+}
+
+fn start(r: &SimRank, channel: u8, d: &Desc) {
+    r.desc_set(channel, d).unwrap();
+    r.start_dma(channel).unwrap();
 }
 
 #[test]
 fn pio_ping_pong_moves_the_data_and_takes_about_a_microsecond() {
-    let one_way = run(2, |job, rank| {
-        let (mine, peer) = setup(job, rank, 64, MemoryType::Cpu);
-        let t0 = time(job, rank);
+    let one_way = run(2, |r| {
+        let (mine, peer) = setup(r, 64, MemoryType::Cpu);
+        let region = r.set_pio_region(&peer, 0, 64).unwrap();
+        let t0 = time(r);
         for i in 1..=10u8 {
             let msg = vec![i; 8];
-            if rank == 0 {
-                job.call(rank, Op::SendPio { dst: peer, offset: 0, bytes: msg.clone() }).unwrap();
-                job.call(rank, Op::WaitValue { handle: mine, offset: 0, bytes: msg }).unwrap();
+            if r.rank() == 0 {
+                r.send_pio(&region, 0, &msg).unwrap();
+                r.wait_pio(&mine, 0, &msg, Some(1)).unwrap();
             } else {
-                job.call(rank, Op::WaitValue { handle: mine, offset: 0, bytes: msg.clone() }).unwrap();
-                job.call(rank, Op::SendPio { dst: peer, offset: 0, bytes: msg }).unwrap();
+                r.wait_pio(&mine, 0, &msg, Some(0)).unwrap();
+                r.send_pio(&region, 0, &msg).unwrap();
             }
         }
-        (time(job, rank) - t0).as_us_f64() / 20.0
+        (time(r) - t0).as_us_f64() / 20.0
     });
     // Seed 000 §4.2.3 Fig. 7: PIO CPU-CPU minimum 0.9 us one way (+-15%, predicted).
     assert!((one_way[0] / 0.9 - 1.0).abs() < 0.15, "{one_way:?}");
@@ -62,22 +63,20 @@ fn pio_ping_pong_moves_the_data_and_takes_about_a_microsecond() {
 
 #[test]
 fn dma_with_remote_notification_delivers_bytes_then_notifies() {
-    let got = run(2, |job, rank| {
-        let (mine, peer) = setup(job, rank, 4096, MemoryType::Cpu);
-        if rank == 0 {
+    let got = run(2, |r| {
+        let (mine, peer) = setup(r, 4096, MemoryType::Cpu);
+        if r.rank() == 0 {
             let payload: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
-            job.call(rank, Op::Write { handle: mine, offset: 0, bytes: payload.clone() }).unwrap();
+            r.write(&mine, 0, &payload).unwrap();
             let mut d = Desc::new();
             d.set_memcpy(&peer, 0, &mine, 0, 4096, DmaFlags::NOTIFY, 3, 42).unwrap();
-            job.call(rank, Op::SetChain { channel: 0, desc: Box::new(d) }).unwrap();
-            job.call(rank, Op::StartDma { channel: 0 }).unwrap();
-            job.call(rank, Op::WaitDmac { channel: 0 }).unwrap();
+            start(r, 0, &d);
+            r.wait_dmac(0).unwrap();
             payload
         } else {
-            job.call(rank, Op::WaitRecv { handle: peer, slot: 3, tag: 42 }).unwrap();
-            let Reply::Bytes(b) = job.call(rank, Op::Read { handle: mine, offset: 0, len: 4096 }).unwrap() else {
-                unreachable!()
-            };
+            r.wait_dma_recv(&peer, 3, 42).unwrap();
+            let mut b = vec![0; 4096];
+            r.read(&mine, 0, &mut b).unwrap();
             b
         }
     });
@@ -87,14 +86,14 @@ fn dma_with_remote_notification_delivers_bytes_then_notifies() {
 #[test]
 fn runs_are_deterministic() {
     let once = || {
-        run(2, |job, rank| {
-            let (mine, peer) = setup(job, rank, 256, MemoryType::Gpu);
+        run(2, |r| {
+            let (_, peer) = setup(r, 256, MemoryType::Gpu);
+            let mine = alloc(r, 256, MemoryType::Gpu);
             let mut d = Desc::new();
-            d.set_memcpy(&peer, 0, &mine, 0, 256, DmaFlags::NOTIFY, 0, rank).unwrap();
-            job.call(rank, Op::SetChain { channel: 1, desc: Box::new(d) }).unwrap();
-            job.call(rank, Op::StartDma { channel: 1 }).unwrap();
-            job.call(rank, Op::WaitRecv { handle: peer, slot: 0, tag: 1 - rank }).unwrap();
-            time(job, rank)
+            d.set_memcpy(&peer, 0, &mine, 0, 256, DmaFlags::NOTIFY, 0, r.rank()).unwrap();
+            start(r, 1, &d);
+            r.wait_dma_recv(&peer, 0, 1 - r.rank()).unwrap();
+            time(r)
         })
     };
     assert_eq!(once(), once());
@@ -102,12 +101,13 @@ fn runs_are_deterministic() {
 
 #[test]
 fn waiting_for_a_notification_nobody_sends_is_a_deadlock() {
-    let errs = run(2, |job, rank| {
-        let (_, peer) = setup(job, rank, 64, MemoryType::Cpu);
-        job.call(rank, Op::WaitRecv { handle: peer, slot: 1, tag: 9 }).unwrap_err()
+    let errs = run(2, |r| {
+        let (_, peer) = setup(r, 64, MemoryType::Cpu);
+        r.wait_dma_recv(&peer, 1, 9).unwrap_err()
     });
     for e in errs {
-        let FabricError::Deadlock { detail, .. } = e else { panic!("{e}") };
+        assert_eq!(e.error, TcaError::Deadlock);
+        let detail = e.detail.unwrap();
         assert!(detail.contains("rank 0 waits for tcaWaitDMARecvDesc(handle of node 1, slot 1, tag 9)"), "{detail}");
         assert!(detail.contains("rank 1 waits for"));
     }
@@ -115,44 +115,59 @@ fn waiting_for_a_notification_nobody_sends_is_a_deadlock() {
 
 #[test]
 fn a_barrier_after_a_rank_finished_is_a_deadlock_not_a_hang() {
-    let out = run(2, |job, rank| if rank == 0 { job.call(rank, Op::Barrier).err() } else { None });
-    assert!(matches!(out[0], Some(FabricError::Deadlock { .. })));
+    let out = run(2, |r| if r.rank() == 0 { r.barrier().err() } else { None });
+    assert_eq!(out[0].as_ref().map(|e| e.error), Some(TcaError::Deadlock));
 }
 
 #[test]
-fn compute_advances_the_clock() {
-    let t = run(1, |job, rank| {
-        job.call(rank, Op::Compute { duration: SimTime::from_us(5) }).unwrap();
-        time(job, rank)
+fn an_allgather_of_different_sizes_fails_everywhere_and_the_job_goes_on() {
+    let out = run(2, |r| {
+        let bad = r.allgather(&vec![7; 4 + r.rank() as usize]).map(drop);
+        let next = r.barrier();
+        (bad.map_err(|e| e.error), next.is_ok())
     });
-    assert_eq!(t[0], SimTime::from_us(5));
+    for (bad, next) in out {
+        assert_eq!(bad, Err(TcaError::OutOfBounds));
+        assert!(next, "the job is usable after a failed collective");
+    }
+}
+
+#[test]
+fn compute_advances_the_clock_and_overflow_is_an_error() {
+    let t = run(1, |r| {
+        r.compute(5e-6).unwrap();
+        let first = time(r);
+        let big = r.compute(1e7).and_then(|_| r.compute(1e7)).map_err(|e| e.error);
+        (first, big)
+    });
+    assert_eq!(t[0].0, SimTime::from_us(5));
+    assert_eq!(t[0].1, Err(TcaError::TooLarge), "2e7 s is past the end of simulated time");
 }
 
 #[test]
 fn a_remote_read_by_proxy_write_returns_the_right_bytes_later() {
-    let out = run(2, |job, rank| {
-        let (mine, peer) = setup(job, rank, 1024, MemoryType::Cpu);
-        if rank == 1 {
+    let out = run(2, |r| {
+        let (mine, peer) = setup(r, 1024, MemoryType::Cpu);
+        if r.rank() == 1 {
             let data: Vec<u8> = (0..1024u32).map(|i| (i % 253) as u8).collect();
-            job.call(rank, Op::Write { handle: mine, offset: 0, bytes: data.clone() }).unwrap();
-            job.call(rank, Op::Barrier).unwrap();
-            job.call(rank, Op::Barrier).unwrap();
+            r.write(&mine, 0, &data).unwrap();
+            r.barrier().unwrap();
+            r.barrier().unwrap();
             return (data, SimTime::ZERO);
         }
-        job.call(rank, Op::Barrier).unwrap();
+        r.barrier().unwrap();
         // Rank 0 reads rank 1's buffer into its own: the source is remote.
         let mut d = Desc::new();
         d.set_memcpy(&mine, 0, &peer, 0, 1024, DmaFlags::NOTIFY_SELF, 0, 5).unwrap();
-        job.call(rank, Op::SetChain { channel: 0, desc: Box::new(d) }).unwrap();
-        let t0 = time(job, rank);
-        job.call(rank, Op::StartDma { channel: 0 }).unwrap();
-        job.call(rank, Op::WaitDmac { channel: 0 }).unwrap();
-        job.call(rank, Op::WaitRecv { handle: mine, slot: 0, tag: 5 }).unwrap();
-        let took = time(job, rank) - t0;
-        job.call(rank, Op::Barrier).unwrap();
-        let Reply::Bytes(b) = job.call(rank, Op::Read { handle: mine, offset: 0, len: 1024 }).unwrap() else {
-            unreachable!()
-        };
+        r.desc_set(0, &d).unwrap();
+        let t0 = time(r);
+        r.start_dma(0).unwrap();
+        r.wait_dmac(0).unwrap();
+        r.wait_dma_recv(&mine, 0, 5).unwrap();
+        let took = time(r) - t0;
+        r.barrier().unwrap();
+        let mut b = vec![0; 1024];
+        r.read(&mine, 0, &mut b).unwrap();
         (b, took)
     });
     assert_eq!(out[0].0, out[1].0);
@@ -160,26 +175,52 @@ fn a_remote_read_by_proxy_write_returns_the_right_bytes_later() {
     assert!(out[0].1 > SimTime::from_us(3), "{}", out[0].1);
 }
 
+/// Without `tcaDMAContinue` each entry waits for the one before; with it the controller fetches
+/// the next descriptor and reads while the previous entry's data moves (seed 000 Fig. 4).
+#[test]
+fn continue_lets_entries_overlap_and_saves_time() {
+    let elapsed = |flags: DmaFlags| {
+        run(1, move |r| {
+            let src = alloc(r, 65536, MemoryType::Cpu);
+            let dst = alloc(r, 65536, MemoryType::Cpu);
+            r.write(&src, 0, &(0..65536u32).map(|i| i as u8).collect::<Vec<_>>()).unwrap();
+            let mut d = Desc::new();
+            for i in 0..16 {
+                d.set_memcpy(&dst, i * 4096, &src, i * 4096, 4096, flags, 0, 0).unwrap();
+            }
+            d.set_mode(Some(tca_proto::DmaMode::Chaining)).unwrap();
+            r.desc_set(0, &d).unwrap();
+            let t0 = time(r);
+            r.start_dma(0).unwrap();
+            r.wait_dmac(0).unwrap();
+            let took = time(r) - t0;
+            let (mut a, mut b) = (vec![0; 65536], vec![0; 65536]);
+            r.read(&src, 0, &mut a).unwrap();
+            r.read(&dst, 0, &mut b).unwrap();
+            assert_eq!(a, b, "every byte arrived either way");
+            took
+        })[0]
+    };
+    let (fenced, overlapped) = (elapsed(DmaFlags::NONE), elapsed(DmaFlags::CONTINUE));
+    assert!(overlapped.as_ps() * 5 < fenced.as_ps() * 4, "fenced {fenced}, with CONTINUE {overlapped}");
+}
+
 #[test]
 fn descriptors_in_peach2_internal_memory_start_sooner() {
     let elapsed = |flags: DmaFlags| {
-        run(1, move |job, rank| {
-            let h = |r: Reply| match r {
-                Reply::Handle(h) => h,
-                _ => unreachable!(),
-            };
-            let src = h(job.call(rank, Op::Malloc { size: 4096, mem: MemoryType::Cpu, gpu: 0 }).unwrap());
-            let dst = h(job.call(rank, Op::Malloc { size: 4096, mem: MemoryType::Gpu, gpu: 0 }).unwrap());
+        run(1, move |r| {
+            let src = alloc(r, 4096, MemoryType::Cpu);
+            let dst = alloc(r, 4096, MemoryType::Gpu);
             let mut d = Desc::new();
             for i in 0..8 {
                 d.set_memcpy(&dst, i * 64, &src, i * 64, 64, flags, 0, 0).unwrap();
             }
             d.set_mode(Some(tca_proto::DmaMode::Chaining)).unwrap();
-            job.call(rank, Op::SetChain { channel: 0, desc: Box::new(d) }).unwrap();
-            let t0 = time(job, rank);
-            job.call(rank, Op::StartDma { channel: 0 }).unwrap();
-            job.call(rank, Op::WaitDmac { channel: 0 }).unwrap();
-            time(job, rank) - t0
+            r.desc_set(0, &d).unwrap();
+            let t0 = time(r);
+            r.start_dma(0).unwrap();
+            r.wait_dmac(0).unwrap();
+            time(r) - t0
         })[0]
     };
     let (host, internal) = (elapsed(DmaFlags::NONE), elapsed(DmaFlags::USE_INTERNAL));

@@ -3,9 +3,8 @@
 
 use proptest::prelude::*;
 use std::path::Path;
-use tca_proto::{Desc, DmaFlags, Handle, MemoryType};
+use tca_proto::{Desc, DmaFlags, Fabric, Handle, MemoryType};
 use tca_model::platform::Platform;
-use tca_sim::{Op, Reply};
 
 const SRC: u64 = 4096;
 const DST: u64 = 16384;
@@ -64,16 +63,17 @@ proptest! {
         prop_assume!(!plan.is_empty());
         let platform = Platform::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/peach2-testbed-2013.toml")).unwrap();
         let plan2 = plan.clone();
-        let results = tca_sim::run(&platform, 2, move |job, rank| {
-            let handle = |r: Reply| match r { Reply::Handle(h) => h, _ => unreachable!() };
-            let src = handle(job.call(rank, Op::Malloc { size: SRC, mem: MemoryType::Cpu, gpu: 0 }).unwrap());
-            let dst = handle(job.call(rank, Op::Malloc { size: DST, mem: MemoryType::Gpu, gpu: 0 }).unwrap());
-            job.call(rank, Op::Write { handle: src, offset: 0, bytes: pattern(rank) }).unwrap();
+        let results = tca_sim::run(&platform, 2, move |r| {
+            let rank = r.rank();
+            let alloc = |size, mem| r.create_handle(r.malloc(size, mem).unwrap(), size, mem).unwrap();
+            let src = alloc(SRC, MemoryType::Cpu);
+            let dst = alloc(DST, MemoryType::Gpu);
+            r.write(&src, 0, &pattern(rank)).unwrap();
             let mut both = src.to_bytes().to_vec();
             both.extend_from_slice(&dst.to_bytes());
-            let Reply::Gathered(all) = job.call(rank, Op::Allgather { bytes: both }).unwrap() else { unreachable!() };
-            let srcs: Vec<Handle> = all.iter().map(|b| Handle::from_bytes(&b[..32]).unwrap()).collect();
-            let dsts: Vec<Handle> = all.iter().map(|b| Handle::from_bytes(&b[32..]).unwrap()).collect();
+            let all = r.allgather(&both).unwrap();
+            let srcs: Vec<Handle> = all.chunks(64).map(|b| Handle::from_bytes(&b[..32]).unwrap()).collect();
+            let dsts: Vec<Handle> = all.chunks(64).map(|b| Handle::from_bytes(&b[32..]).unwrap()).collect();
             if rank == 0 {
                 let mut d = Desc::new();
                 for (t, dst_off, pitch) in &plan2 {
@@ -84,14 +84,15 @@ proptest! {
                         d.set_memcpy_2d(x, *dst_off, *pitch, s, t.src_off, *pitch, t.width, t.count, DmaFlags::NONE, 0, 0).unwrap();
                     }
                 }
-                job.call(rank, Op::SetChain { channel: 0, desc: Box::new(d) }).unwrap();
-                job.call(rank, Op::StartDma { channel: 0 }).unwrap();
-                job.call(rank, Op::WaitDmac { channel: 0 }).unwrap();
+                r.desc_set(0, &d).unwrap();
+                r.start_dma(0).unwrap();
+                r.wait_dmac(0).unwrap();
                 // Sent is not landed: give the last writes time to arrive.
-                job.call(rank, Op::Compute { duration: base::SimTime::from_us(50) }).unwrap();
+                r.compute(50e-6).unwrap();
             }
-            job.call(rank, Op::Barrier).unwrap();
-            let Reply::Bytes(b) = job.call(rank, Op::Read { handle: dst, offset: 0, len: DST }).unwrap() else { unreachable!() };
+            r.barrier().unwrap();
+            let mut b = vec![0; DST as usize];
+            r.read(&dst, 0, &mut b).unwrap();
             b
         }).unwrap();
         let mut expected = vec![vec![0u8; DST as usize]; 2];

@@ -1,0 +1,385 @@
+//! TLPs moving hop by hop through the cluster (seed 000 §3.2-3.4).
+//!
+//! Every TLP moves through FIFO servers: link directions, cables, and the throughput limits of
+//! root complexes, host memory and GPUs, so traffic that shares a link queues as in hardware.
+//! On entering a chip, a write is routed by the address-window router: to N with the node
+//! offset subtracted, or out through E, W or S to the next chip (`forward_cycles` per chip).
+//! TLPs live in a slab whose slots are reused: moving one allocates nothing.
+
+use crate::cluster::{ClusterModel, Ev, Output};
+use crate::router::{Route, Target};
+use crate::topology::port_index;
+use base::{Context, SimTime};
+use pcie::{split_completions, split_requests, TlpKind};
+
+/// What a TLP is for, which decides what happens when it arrives.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Purpose {
+    /// The CPU's store to a channel's start register (item `seq` of the channel).
+    Kick { channel: u8, seq: u64 },
+    /// A descriptor read from host memory for item `seq`.
+    Fetch { channel: u8, seq: u64 },
+    /// A data read for read request `request` of the channel.
+    Read { channel: u8, request: usize },
+    /// A completion coming back for a read of `of`.
+    Completion { of: Reads, bytes: u64, last: bool },
+    /// Data of work `id`, read at `src`.
+    Data { channel: u8, id: u64, src: u64 },
+    /// A status word; visible once `needed` data TLPs of its channel to that node are.
+    Status { channel: u8, id: u64, needed: u64 },
+    /// A CPU store of PIO operation `id`, `offset` bytes into it.
+    Pio { id: u64, offset: u64 },
+}
+
+/// The read a completion answers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Reads {
+    Fetch { channel: u8, seq: u64 },
+    Data { channel: u8, request: usize },
+}
+
+/// Where a TLP is headed once its local hops are done.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Dest {
+    HostMemory(u32),
+    Gpu(u32, u32),
+    /// The PEACH2 chip of a node (from N or a cable): routed again there.
+    Chip(u32),
+}
+
+/// Most hops a TLP takes before it is routed again (chip -> N -> switch -> QPI -> GPU).
+const MAX_PATH: usize = 5;
+
+pub(crate) struct Tlp {
+    kind: TlpKind,
+    /// Global (window) address: the router picks the target behind N from it.
+    addr: u64,
+    payload: u64,
+    read_len: u64,
+    path: [usize; MAX_PATH],
+    path_len: u8,
+    at: u8,
+    dest: Dest,
+    /// Node whose chip sent it (DMA) or whose CPU stored it (PIO, kick).
+    origin: u32,
+    purpose: Purpose,
+    /// Set once the TLP has left the chip that made it, and for CPU stores: it no longer
+    /// counts toward its channel's TLPs in the chip.
+    forwarded: bool,
+}
+
+impl Tlp {
+    /// A write leaving the DMA datapath of `origin`'s chip.
+    pub(crate) fn write(addr: u64, payload: u64, origin: u32, purpose: Purpose) -> Tlp {
+        Tlp {
+            kind: TlpKind::MemWrite,
+            addr,
+            payload,
+            read_len: 0,
+            path: [0; MAX_PATH],
+            path_len: 0,
+            at: 0,
+            dest: Dest::Chip(origin),
+            origin,
+            purpose,
+            forwarded: false,
+        }
+    }
+
+    /// A CPU store from `node` down its N link to its chip.
+    pub(crate) fn cpu_store(addr: u64, payload: u64, node: u32, path: [usize; 2], purpose: Purpose) -> Tlp {
+        Tlp {
+            kind: TlpKind::MemWrite,
+            addr,
+            payload,
+            read_len: 0,
+            path: [path[0], path[1], 0, 0, 0],
+            path_len: 2,
+            at: 0,
+            dest: Dest::Chip(node),
+            origin: node,
+            purpose,
+            forwarded: true,
+        }
+    }
+}
+
+impl ClusterModel {
+    pub(crate) fn alloc(&mut self, tlp: Tlp) -> usize {
+        match self.free.pop() {
+            Some(id) => {
+                self.tlps[id] = Some(tlp);
+                id
+            }
+            None => {
+                self.tlps.push(Some(tlp));
+                self.tlps.len() - 1
+            }
+        }
+    }
+
+    /// The chip a TLP waiting in a datapath is at.
+    pub(crate) fn tlp_chip(&self, id: usize) -> u32 {
+        match self.tlp(id).dest {
+            Dest::Chip(n) => n,
+            _ => unreachable!("emitted from a chip"),
+        }
+    }
+
+    fn tlp(&self, id: usize) -> &Tlp {
+        self.tlps[id].as_ref().expect("live TLP")
+    }
+
+    fn take(&mut self, id: usize) -> Tlp {
+        self.free.push(id);
+        self.tlps[id].take().expect("live TLP")
+    }
+
+    /// Local hops from the chip of `node` to a local target, and the destination.
+    fn path_to_target(&self, node: u32, target: Target) -> ([usize; MAX_PATH], u8, Dest) {
+        let h = &self.nodes[node as usize].hops;
+        match target {
+            Target::Host(_) => ([h.n_up, 0, 0, 0, 0], 1, Dest::HostMemory(node)),
+            Target::Gpu(g, _) if self.gpu_sockets[g as usize] != 0 => {
+                ([h.n_up, h.p2p, h.qpi_out, h.gpu0 + 2 * g as usize, 0], 4, Dest::Gpu(node, g))
+            }
+            Target::Gpu(g, _) => ([h.n_up, h.p2p, h.gpu0 + 2 * g as usize, 0, 0], 3, Dest::Gpu(node, g)),
+        }
+    }
+
+    /// Hops for completions from a target back to the chip of its node.
+    fn path_to_chip(&self, from: Dest) -> ([usize; MAX_PATH], u8) {
+        match from {
+            Dest::Gpu(n, g) => {
+                let h = &self.nodes[n as usize].hops;
+                let back = h.gpu0 + 2 * g as usize + 1;
+                if self.gpu_sockets[g as usize] != 0 {
+                    ([back, h.qpi_in, h.p2p_read, h.n_down, 0], 4)
+                } else {
+                    ([back, h.p2p_read, h.n_down, 0, 0], 3)
+                }
+            }
+            Dest::HostMemory(n) => ([self.nodes[n as usize].hops.n_down, 0, 0, 0, 0], 1),
+            Dest::Chip(_) => unreachable!("chips are not read"),
+        }
+    }
+
+    /// A TLP at the chip of `node` (just out of the DMA datapath, or just arrived): routes it
+    /// and sends it on its way.
+    pub(crate) fn route_from_chip(&mut self, ctx: &mut Context<'_, Ev>, node: u32, id: usize) {
+        let addr = self.tlp(id).addr;
+        // Addresses stay global in this model: the router's local address (node offset
+        // subtracted, seed 000 §3.4) only picks the target behind N.
+        let (path, len, dest) = match self.nodes[node as usize].router.route(addr) {
+            Ok(Route::Host(local)) => {
+                let target = self.map.target(local).expect("checked when the input was taken");
+                self.path_to_target(node, target)
+            }
+            Ok(Route::Forward(port)) => {
+                let (hop, next) = self.nodes[node as usize].hops.cables[port_index(port)]
+                    .expect("routing tables only use cabled ports");
+                ([hop, 0, 0, 0, 0], 1, Dest::Chip(next))
+            }
+            Err(e) => panic!("routing tables cover every node of the platform: {e}"),
+        };
+        let t = self.tlps[id].as_mut().expect("live TLP");
+        (t.path, t.path_len, t.at, t.dest) = (path, len, 0, dest);
+        self.advance(ctx, id);
+    }
+
+    /// Moves a TLP through its next hop, or hands it to its destination.
+    pub(crate) fn advance(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
+        let now = ctx.now();
+        let t = self.tlp(id);
+        if t.at == t.path_len {
+            self.arrive(ctx, id);
+            return;
+        }
+        let (kind, addr, payload, read_len, hop_index) = (t.kind, t.addr, t.payload, t.read_len, t.path[t.at as usize]);
+        let leaving_chip = t.at == 0 && !t.forwarded;
+        let channel = match t.purpose {
+            Purpose::Data { channel, .. } | Purpose::Status { channel, .. } => Some(channel),
+            _ => None,
+        };
+        let origin = t.origin;
+        let hop = &mut self.hops[hop_index];
+        let bytes = match &hop.link {
+            Some(link) => link.wire_bytes(kind, addr, payload),
+            None => payload,
+        };
+        let tx = hop.server.transmit(now, bytes);
+        if let (Some(track), true) = (hop.track, ctx.tracing()) {
+            let label = match kind {
+                TlpKind::MemWrite => format!("MWr {payload} B"),
+                TlpKind::MemRead => format!("MRd {read_len} B"),
+                TlpKind::Completion => format!("CplD {payload} B"),
+            };
+            ctx.span(track, &label, tx.start, tx.end.max(tx.start + SimTime::from_ps(1)));
+        }
+        if let (true, Some(channel)) = (leaving_chip, channel) {
+            // The channel's TLP has started on the link out of its chip.
+            let ch = self.channel(origin, channel);
+            ch.hop0_pending -= 1;
+            ch.hop0_end = ch.hop0_end.max(tx.end);
+            if ch.hop0_pending == 0 && ch.schedule_pump() {
+                ctx.schedule_at(now, Ev::Pump { node: origin, channel });
+            }
+        }
+        let t = self.tlps[id].as_mut().expect("live TLP");
+        t.at += 1;
+        ctx.schedule_at(tx.out, Ev::Hop(id));
+    }
+
+    fn arrive(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
+        let now = ctx.now();
+        let (kind, dest, payload, purpose) = {
+            let t = self.tlp(id);
+            (t.kind, t.dest, t.payload, t.purpose)
+        };
+        match (dest, kind) {
+            (Dest::Chip(node), TlpKind::MemWrite) if matches!(purpose, Purpose::Kick { .. }) => {
+                let Purpose::Kick { channel, seq } = purpose else { unreachable!() };
+                self.take(id);
+                let delay = self.peach.cycles(self.peach.dma_start_cycles);
+                ctx.schedule_in(delay, Ev::Kicked { node, channel, seq });
+            }
+            (Dest::Chip(node), TlpKind::Completion) => {
+                self.take(id);
+                let Purpose::Completion { of, bytes, last } = purpose else { unreachable!("completions") };
+                match of {
+                    Reads::Fetch { channel, seq } => self.fetch_completed(ctx, node, channel, seq, last),
+                    Reads::Data { channel, request } => self.data_completed(ctx, node, channel, request, bytes, last),
+                }
+            }
+            (Dest::Chip(_), _) => {
+                // A write entering a chip from N or a cable is routed after the chip's
+                // forwarding latency.
+                self.tlps[id].as_mut().expect("live TLP").forwarded = true;
+                let delay = self.peach.cycles(self.peach.forward_cycles);
+                ctx.schedule_in(delay, Ev::Emit(id));
+            }
+            (Dest::HostMemory(_) | Dest::Gpu(..), TlpKind::MemRead) => self.serve_read(ctx, id),
+            (Dest::HostMemory(n), TlpKind::MemWrite) => {
+                let tx = self.nodes[n as usize].host_memory.transmit(now, payload);
+                ctx.schedule_at(tx.end + self.host.memory_write_latency, Ev::Visible(id));
+            }
+            (Dest::Gpu(..), TlpKind::MemWrite) => self.visible(now, id),
+            (d, k) => panic!("no handler for {k:?} at {d:?}"),
+        }
+    }
+
+    /// A read request from the chip of `node` to its own memory (global address).
+    pub(crate) fn issue_read(&mut self, ctx: &mut Context<'_, Ev>, node: u32, addr: u64, len: u64, purpose: Purpose) {
+        let local = addr - self.map.node_base(node);
+        let target = self.map.target(local).expect("sources are checked to be local and mapped");
+        let (path, path_len, dest) = self.path_to_target(node, target);
+        let id = self.alloc(Tlp {
+            kind: TlpKind::MemRead,
+            addr,
+            payload: 0,
+            read_len: len,
+            path,
+            path_len,
+            at: 0,
+            dest,
+            origin: node,
+            purpose,
+            forwarded: true,
+        });
+        self.advance(ctx, id);
+    }
+
+    /// Host memory or a GPU answers a read with completions, streamed at its read rate.
+    fn serve_read(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
+        let now = ctx.now();
+        let t = self.take(id);
+        let of = match t.purpose {
+            Purpose::Fetch { channel, seq } => Reads::Fetch { channel, seq },
+            Purpose::Read { channel, request } => Reads::Data { channel, request },
+            _ => unreachable!("only DMA reads are served"),
+        };
+        let (path, path_len) = self.path_to_chip(t.dest);
+        let (rcb, mps) = (self.host_link.read_completion_boundary, self.host_link.max_payload);
+        let mut left = t.read_len;
+        for bytes in split_completions(t.addr, t.read_len, rcb, mps) {
+            left -= bytes;
+            let ready = match t.dest {
+                Dest::HostMemory(node) => {
+                    self.nodes[node as usize].host_memory.transmit(now, bytes).end + self.host.memory_read_latency
+                }
+                Dest::Gpu(node, g) => {
+                    self.nodes[node as usize].gpu_read[g as usize].transmit(now, bytes).end + self.gpu_read_latency
+                }
+                Dest::Chip(_) => unreachable!(),
+            };
+            let c = self.alloc(Tlp {
+                kind: TlpKind::Completion,
+                addr: t.addr,
+                payload: bytes,
+                read_len: 0,
+                path,
+                path_len,
+                at: 0,
+                dest: Dest::Chip(t.origin),
+                origin: t.origin,
+                purpose: Purpose::Completion { of, bytes, last: left == 0 },
+                forwarded: true,
+            });
+            ctx.schedule_at(ready, Ev::Hop(c));
+        }
+    }
+
+    /// The CPU of `node` stores `len` bytes at global `dst` (PIO, seed 000 §3.5.1): write-combined
+    /// TLPs of at most `pio_write_combining` bytes, aligned to it.
+    pub(crate) fn cpu_store(&mut self, ctx: &mut Context<'_, Ev>, node: u32, dst: u64, len: u64, id: u64) {
+        let h = &self.nodes[node as usize].hops;
+        let path = [h.cpu, h.n_down];
+        for (addr, n) in split_requests(dst, len, self.pio_chunk) {
+            let t = self.alloc(Tlp::cpu_store(addr, n, node, path, Purpose::Pio { id, offset: addr - dst }));
+            self.advance(ctx, t);
+        }
+    }
+
+    /// The CPU of `node` stores to a start register of its chip.
+    pub(crate) fn cpu_kick(&mut self, ctx: &mut Context<'_, Ev>, node: u32, channel: u8, seq: u64) {
+        let h = &self.nodes[node as usize].hops;
+        let path = [h.cpu, h.n_down];
+        let t = self.alloc(Tlp::cpu_store(self.map.node_base(node), 4, node, path, Purpose::Kick { channel, seq }));
+        self.advance(ctx, t);
+    }
+
+    /// Bytes of a write reached their memory: report them, holding a status word until the
+    /// data before it is visible.
+    pub(crate) fn visible(&mut self, now: SimTime, id: usize) {
+        let t = self.take(id);
+        let node = self.map.node_of(t.addr).expect("a mapped write") as usize;
+        match t.purpose {
+            Purpose::Data { channel, id, src } => {
+                self.outputs.push((now, Output::Landed { id, src, dst: t.addr, len: t.payload }));
+                let ch = &mut self.nodes[t.origin as usize].channels[channel as usize];
+                ch.data_visible[node] += 1;
+                let seen = ch.data_visible[node];
+                let mut i = 0;
+                while i < ch.held.len() {
+                    let (status, n, needed) = ch.held[i];
+                    if n as usize == node && needed <= seen {
+                        ch.held.remove(i);
+                        self.outputs.push((now, Output::StatusLanded { id: status }));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            Purpose::Status { channel, id, needed } => {
+                let ch = self.channel(t.origin, channel);
+                if ch.data_visible[node] >= needed {
+                    self.outputs.push((now, Output::StatusLanded { id }));
+                } else {
+                    ch.held.push((id, node as u32, needed));
+                }
+            }
+            Purpose::Pio { id, offset } => self.outputs.push((now, Output::PioLanded { id, dst: t.addr, offset, len: t.payload })),
+            other => unreachable!("not a write: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! Where the protocol core meets the hardware model: each [`Action`] of a node's engine becomes
+//! an input of the [`Cluster`] at the current virtual time, and each [`Output`] of the cluster
+//! becomes an input of an engine (or bytes in [`crate::memory::Memory`]) at the time it happens.
+//!
+//! | engine action            | model input                                         | output -> engine input          |
+//! |--------------------------|-----------------------------------------------------|---------------------------------|
+//! | `Kick`                   | `Work::Kick` on the channel                         |                                 |
+//! | `Descriptor`             | `Work::Descriptor` (table in host memory)           |                                 |
+//! | `Write`                  | `Work::Write`                                       | `Posted` -> `handle_write_done`; `Landed` copies bytes |
+//! | `Notify`                 | `Work::Status` to the slot's word                   | `StatusLanded` -> `handle_notify_arrived` |
+//! | `RegisterProxy`          | PIO of the request into the holder's table          | `PioLanded` -> `handle_proxy_request` |
+//! | `Interrupt`              | PIO to the holder's interrupt word                  | + `host.interrupt_latency` -> `handle_interrupt` |
+//! | `ProxyDone`              | `Work::Status` to the requester's completion word   | `StatusLanded` -> `handle_proxy_done` |
+//! | `ChannelDone`            | `Work::Done`                                        | `Done`: the status register reads done |
+//! | `ChannelFailed`          | (none)                                              |                                 |
+
+use crate::world::{Marker, World};
+use base::SimTime;
+use tca_model::{DescriptorSource as Source, Output, Work};
+use tca_proto::{
+    Action, DescriptorSource, FabricError, Notify, ProxyDone, ProxyRequest, TcaError, Token, PROXY_CHANNEL,
+};
+
+/// Host memory reserved at the start of each node's part: notification words (slot `s` at
+/// `NOTIFY_WORDS + 4 s`), the proxy-request table, the proxy completion words, the interrupt
+/// word, then one descriptor table per channel.
+pub(crate) const NOTIFY_WORDS: u64 = 0x100;
+const PROXY_DONE_WORDS: u64 = 0x40;
+const INTERRUPT_WORD: u64 = 0x7f0;
+const PROXY_TABLE: u64 = 0x800;
+pub(crate) const RESERVED: u64 = 4096;
+/// Bytes of one channel's descriptor table (8,192 descriptors of 32 B).
+pub(crate) const TABLE_BYTES: u64 = 256 * 1024;
+
+/// What an id given to the model stands for.
+#[derive(Debug, Clone)]
+pub(crate) enum Pending {
+    Write { node: u16, token: Token },
+    Notify(Notify),
+    ProxyDone { node: u16, done: ProxyDone },
+    ChannelDone { node: u16, channel: u8 },
+    Pio { dst: u64, bytes: Vec<u8> },
+    ProxyRequest { node: u16, request: ProxyRequest },
+    Interrupt { node: u16 },
+    InterruptServed { node: u16 },
+}
+
+impl World {
+    /// Carries out every action `node`'s engine has, at the current time.
+    pub(crate) fn drain(&mut self, node: u16) -> Result<(), FabricError> {
+        while let Some(action) = self.engines[node as usize].poll_action() {
+            self.carry_out(node, action)?;
+        }
+        Ok(())
+    }
+
+    fn carry_out(&mut self, node: u16, action: Action) -> Result<(), FabricError> {
+        let now = self.now;
+        let n = u32::from(node);
+        let base = |w: &World, node: u16| w.cluster.address_map().node_base(u32::from(node));
+        let work = |w: &mut World, channel: u8, work: Work| {
+            w.cluster.work(now, n, channel, work).map_err(|e| FabricError::with_detail(TcaError::InvalidHandle, e.to_string()))
+        };
+        match action {
+            Action::Kick { channel } => work(self, channel, Work::Kick),
+            Action::Descriptor { channel, entry, source } => {
+                let source = match source {
+                    DescriptorSource::Registers => Source::Registers,
+                    DescriptorSource::HostMemory => Source::HostMemory,
+                    DescriptorSource::InternalMemory => Source::InternalMemory,
+                };
+                let table = base(self, node) + RESERVED + u64::from(channel) * TABLE_BYTES;
+                let addr = table + u64::from(entry) * self.platform.peach2.descriptor_bytes;
+                work(self, channel, Work::Descriptor { source, addr })
+            }
+            Action::Write(w) => {
+                let id = self.pending.insert(Pending::Write { node, token: w.token });
+                work(self, w.channel, Work::Write { id, src: w.src_addr, dst: w.dst_addr, len: w.len })
+            }
+            Action::Notify(notify) => {
+                let dst = base(self, notify.dst_node) + NOTIFY_WORDS + 4 * u64::from(notify.slot);
+                let id = self.pending.insert(Pending::Notify(notify));
+                work(self, notify.channel, Work::Status { id, dst })
+            }
+            Action::ProxyDone { node: to, done } => {
+                let dst = base(self, to) + PROXY_DONE_WORDS;
+                let id = self.pending.insert(Pending::ProxyDone { node: to, done });
+                work(self, PROXY_CHANNEL, Work::Status { id, dst })
+            }
+            Action::ChannelDone { channel } => {
+                let id = self.pending.insert(Pending::ChannelDone { node, channel });
+                work(self, channel, Work::Done { id })
+            }
+            Action::ChannelFailed { channel, .. } => {
+                self.markers[node as usize][channel as usize] = Marker::Done(now);
+                Ok(())
+            }
+            Action::RegisterProxy { node: to, request } => {
+                // The requester's driver stores the request (one descriptor) into the table.
+                let dst = base(self, to) + PROXY_TABLE;
+                let len = self.platform.peach2.descriptor_bytes;
+                let id = self.pending.insert(Pending::ProxyRequest { node: to, request });
+                self.pio(n, dst, len, id)
+            }
+            Action::Interrupt { node: to } => {
+                let dst = base(self, to) + INTERRUPT_WORD;
+                let id = self.pending.insert(Pending::Interrupt { node: to });
+                self.pio(n, dst, 4, id)
+            }
+        }
+    }
+
+    pub(crate) fn pio(&mut self, node: u32, dst: u64, len: u64, id: u64) -> Result<(), FabricError> {
+        self.cluster
+            .pio(self.now, node, dst, len, id)
+            .map_err(|e| FabricError::with_detail(TcaError::OutOfBounds, e.to_string()))
+    }
+
+    /// Applies one output of the cluster at time `at`.
+    pub(crate) fn apply(&mut self, at: SimTime, output: Output) -> Result<(), FabricError> {
+        match output {
+            Output::Landed { src, dst, len, .. } => {
+                self.memory.copy(src, dst, len);
+                Ok(())
+            }
+            Output::Posted { id } => match self.pending.take(id) {
+                Pending::Write { node, token } => {
+                    self.engines[node as usize].handle_write_done(token)?;
+                    self.drain(node)
+                }
+                other => unreachable!("posted {other:?}"),
+            },
+            Output::StatusLanded { id } => match self.pending.take(id) {
+                Pending::Notify(n) => {
+                    self.engines[n.dst_node as usize].handle_notify_arrived(n.src_node, n.slot, n.tag)?;
+                    Ok(())
+                }
+                Pending::ProxyDone { node, done } => {
+                    self.engines[node as usize].handle_proxy_done(done)?;
+                    self.drain(node)
+                }
+                other => unreachable!("status {other:?}"),
+            },
+            Output::Done { id } => match self.pending.take(id) {
+                Pending::ChannelDone { node, channel } => {
+                    self.markers[node as usize][channel as usize] = Marker::Done(at);
+                    Ok(())
+                }
+                other => unreachable!("done {other:?}"),
+            },
+            Output::PioLanded { id, offset, len, .. } => self.pio_landed(at, id, offset, len),
+            Output::Timer { id } => match self.pending.take(id) {
+                Pending::InterruptServed { node } => {
+                    self.engines[node as usize].handle_interrupt();
+                    self.drain(node)
+                }
+                other => unreachable!("timer {other:?}"),
+            },
+        }
+    }
+
+    fn pio_landed(&mut self, at: SimTime, id: u64, offset: u64, len: u64) -> Result<(), FabricError> {
+        match self.pending.get(id) {
+            Pending::Pio { dst, bytes } => {
+                let (dst, last) = (*dst, offset + len == bytes.len() as u64);
+                let piece = bytes[offset as usize..(offset + len) as usize].to_vec();
+                self.memory.write(dst + offset, &piece);
+                if last {
+                    self.pending.take(id);
+                }
+                Ok(())
+            }
+            Pending::ProxyRequest { .. } => {
+                let Pending::ProxyRequest { node, request } = self.pending.take(id) else { unreachable!() };
+                self.engines[node as usize].handle_proxy_request(request)?;
+                Ok(())
+            }
+            Pending::Interrupt { .. } => {
+                let Pending::Interrupt { node } = self.pending.take(id) else { unreachable!() };
+                // The holder's driver runs after the interrupt latency (seed 000 §3.5).
+                let id = self.pending.insert(Pending::InterruptServed { node });
+                let when = at + self.platform.host.interrupt_latency;
+                self.cluster.timer(when, id).map_err(|e| FabricError::with_detail(TcaError::Timeout, e.to_string()))
+            }
+            other => unreachable!("PIO {other:?}"),
+        }
+    }
+}
+
+/// Ids given to the model and what they stand for; ids are reused once answered.
+#[derive(Default)]
+pub(crate) struct PendingTable {
+    slots: Vec<Option<Pending>>,
+    free: Vec<u64>,
+}
+
+impl PendingTable {
+    pub(crate) fn insert(&mut self, p: Pending) -> u64 {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(p);
+                id
+            }
+            None => {
+                self.slots.push(Some(p));
+                self.slots.len() as u64 - 1
+            }
+        }
+    }
+
+    fn get(&self, id: u64) -> &Pending {
+        self.slots[id as usize].as_ref().expect("a pending id")
+    }
+
+    fn take(&mut self, id: u64) -> Pending {
+        self.free.push(id);
+        self.slots[id as usize].take().expect("a pending id")
+    }
+}
