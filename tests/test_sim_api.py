@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tca.sim
 from conftest import ROOT
+from tca import TcaError
 from tca.api import DMA_NOTIFY, DMA_NOTIFY_SELF, DeadlockError, Desc, TcaApiError, tcaGetErrorString
 
 PLATFORM = "peach2-testbed-2013"
@@ -103,7 +104,7 @@ def test_pio_stores_land_in_the_peer_buffer():
             ctx.send_pio(peers[1], 100, b"hello, peach")
             ctx.barrier()
             return None
-        ctx.wait_value(mine, 100, b"hello, peach")
+        ctx.wait_pio(mine, 100, b"hello, peach")
         t = ctx.wtime()
         ctx.barrier()
         return t
@@ -133,7 +134,7 @@ def test_a_failing_rank_is_reported_not_its_peers_deadlock():
 
 
 def test_more_ranks_than_nodes_is_an_error():
-    with pytest.raises(ValueError, match="platform peach2-testbed-2013 has 2 nodes"):
+    with pytest.raises(TcaError, match="platform peach2-testbed-2013 has 2 nodes"):
         tca.sim.run(PLATFORM, 3, lambda ctx: None)
 
 

@@ -33,7 +33,7 @@ from tca.api import DeadlockError, Handle
 class Rank:
     """The TCA API of one rank (a thin layer over the native context)."""
 
-    def __init__(self, native: _native.RankContext):
+    def __init__(self, native: _native.Rank):
         self._ctx = native
         self.rank: int = native.rank
         self.size: int = native.size
@@ -49,10 +49,10 @@ class Rank:
         """``tcaSendPIO``: CPU stores of ``data`` into ``handle`` at ``offset`` (any node)."""
         self._ctx.send_pio(handle, offset, bytes(memoryview(data).cast("B")))
 
-    def wait_value(self, handle: Handle, offset: int, data, peer: int | None = None) -> None:
+    def wait_pio(self, handle: Handle, offset: int, data, peer: int | None = None) -> None:
         """Polls an own buffer until the bytes at ``offset`` equal ``data``; ``peer`` is the rank
         expected to write them (a real fabric fails the wait if it dies)."""
-        self._ctx.wait_value(handle, offset, bytes(memoryview(data).cast("B")), peer)
+        self._ctx.wait_pio(handle, offset, bytes(memoryview(data).cast("B")), peer)
 
     def allgather(self, data) -> list[bytes]:
         return self._ctx.allgather(bytes(memoryview(data).cast("B")))

@@ -7,10 +7,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
-use tca_model::node::{run_dma, DmaMode, DmaRun, Endpoint};
+use tca_proto::DmaMode;
+use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
 use tca_model::platform;
 
+mod api;
 mod hold;
+mod rank;
 mod shm;
 mod sim;
 
@@ -196,12 +199,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(simulate_dma, m)?)?;
     m.add_function(wrap_pyfunction!(hold::hold_model_rate, m)?)?;
-    m.add_class::<sim::Handle>()?;
-    m.add_class::<sim::Desc>()?;
-    m.add_class::<sim::RankContext>()?;
+    m.add_class::<api::Handle>()?;
+    m.add_class::<api::Desc>()?;
+    m.add_class::<rank::Rank>()?;
     m.add_class::<sim::SimJob>()?;
     m.add_class::<shm::ShmRank>()?;
-    m.add_function(wrap_pyfunction!(sim::dma_flags, m)?)?;
-    m.add_function(wrap_pyfunction!(sim::error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(api::dma_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(api::error_codes, m)?)?;
     Ok(())
 }

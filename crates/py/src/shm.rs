@@ -3,7 +3,7 @@
 //!
 //! Blocking calls (waits, barriers) release the GIL. API errors raise `tca.api.TcaApiError`.
 
-use crate::sim::{api_error, memory_type, Desc, Handle};
+use crate::api::{fabric_error, memory_type, Desc, Handle};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -20,14 +20,14 @@ pub struct ShmRank {
 
 impl ShmRank {
     fn check<T>(&self, py: Python<'_>, r: TcaResult<T>) -> PyResult<T> {
-        r.map_err(|e| api_error(py, e))
+        r.map_err(|e| fabric_error(py, e.into()))
     }
 
     /// `len` bytes at `offset` of this rank's own handle, as a raw pointer.
     fn own(&self, py: Python<'_>, h: &Handle, offset: u64, len: u64) -> PyResult<*mut u8> {
         let base = self.check(py, self.fabric.local_ptr(&h.inner))?;
         if offset.checked_add(len).is_none_or(|end| end > h.inner.size) {
-            return Err(api_error(py, TcaError::OutOfBounds));
+            return Err(fabric_error(py, TcaError::OutOfBounds.into()));
         }
         Ok(base.wrapping_add(offset as usize))
     }
@@ -109,9 +109,9 @@ impl ShmRank {
     /// Polls this rank's own buffer until the bytes at `offset` equal `data` (their last
     /// 32-bit word is watched; `peer`, the rank expected to write it, is watched for death).
     #[pyo3(signature = (handle, offset, data, peer = None))]
-    fn wait_value(&self, py: Python<'_>, handle: &Handle, offset: u64, data: &[u8], peer: Option<u16>) -> PyResult<()> {
+    fn wait_pio(&self, py: Python<'_>, handle: &Handle, offset: u64, data: &[u8], peer: Option<u16>) -> PyResult<()> {
         if data.len() < 4 || !data.len().is_multiple_of(4) {
-            return Err(api_error(py, TcaError::SizeNotMultipleOf4));
+            return Err(fabric_error(py, TcaError::SizeNotMultipleOf4.into()));
         }
         let last = offset + data.len() as u64 - 4;
         let word = u32::from_le_bytes(data[data.len() - 4..].try_into().expect("4 bytes"));

@@ -87,7 +87,7 @@ def _send(ctx: sim.Rank, mode: str, peer_recv, send, message: bytes) -> None:
 def _receive(ctx: sim.Rank, mode: str, recv, peer_recv, expected: bytes, peer: int) -> None:
     if mode == "pio":
         # PIO TLPs arrive in order: the last word arriving means the whole message did.
-        ctx.wait_value(recv, len(expected) - min(len(expected), 4), expected[-4:])
+        ctx.wait_pio(recv, len(expected) - min(len(expected), 4), expected[-4:])
     else:
         ctx.wait_dma_recv(peer_recv, 0, peer)
 

@@ -487,10 +487,15 @@ impl Engine {
     /// Whether `channel`'s run is over (`tcaWaitDMAC`): `Ready` when done or never started.
     ///
     /// # Errors
-    /// [`TcaError::InvalidChannel`]; the run's error when it was abandoned
+    /// [`TcaError::InvalidChannel`]; [`TcaError::ChannelNotSet`] when no chain was ever set on
+    /// it; the run's error when it was abandoned
     /// ([`TcaError::PeerDead`], or the responder's refusal of a proxy read).
     pub fn wait_dma_channel(&self, channel: u8) -> TcaResult<WaitStatus> {
-        match self.channel(channel)?.state {
+        let ch = self.channel(channel)?;
+        if ch.chain.is_none() {
+            return Err(TcaError::ChannelNotSet);
+        }
+        match ch.state {
             ChannelState::Running => Ok(WaitStatus::Pending),
             ChannelState::Failed(e) => Err(e),
             ChannelState::Idle | ChannelState::Done => Ok(WaitStatus::Ready),

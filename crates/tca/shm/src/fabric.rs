@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tca_proto::{
-    Action, Desc, DmaMode, Engine, Handle, MemoryType, ProxyDone, TcaError, TcaResult, Token, WaitStatus, CHANNELS,
+    Action, DescriptorSource, Desc, DmaMode, Engine, Handle, MemoryType, ProxyDone, TcaError, TcaResult, Token, WaitStatus, CHANNELS,
 };
 use tca_proto::descriptor::{Descriptor, DESCRIPTOR_BYTES};
 
@@ -995,7 +995,7 @@ impl Inner {
                     }
                     done.push(w.token);
                 }
-                Action::DescriptorFetch { channel, entry, .. } => {
+                Action::Descriptor { channel, entry, source: DescriptorSource::HostMemory } => {
                     // The controller reads the 32-byte descriptor from the table in memory.
                     if let Some((off, n)) = lock(&inner.tables)[channel as usize % CHANNELS] {
                         if (entry as usize) < n {
@@ -1018,6 +1018,8 @@ impl Inner {
                     }
                 }
                 Action::ChannelDone { .. } | Action::ChannelFailed { .. } => wake_app = true,
+                // Registers, internal memory and kicks cost nothing here.
+                Action::Kick { .. } | Action::Descriptor { .. } => {}
                 Action::RegisterProxy { node, request } => msgs.push((node, Msg::Request(request))),
                 Action::Interrupt { node } => msgs.push((node, Msg::Interrupt)),
                 Action::ProxyDone { node, done } => msgs.push((node, Msg::Done(done))),
