@@ -109,7 +109,8 @@ fn every_error_code_is_reachable_from_bad_input() {
     seen.expect(e.wait_dma_channel(0), PeerDead);
     seen.expect(e.wait_dma_recv(&dst, 0, 0), PeerDead);
 
-    let unreachable_here: BTreeSet<_> = [NotInitialized, Timeout].into();
+    // Fabric-level outcomes, reached by the fabrics' own tests.
+    let unreachable_here: BTreeSet<_> = [NotInitialized, Timeout, Deadlock].into();
     let all: BTreeSet<_> = TcaError::ALL.into_iter().collect();
     let missing: Vec<_> = all.difference(&seen.0).filter(|e| !unreachable_here.contains(e)).collect();
     assert!(missing.is_empty(), "no test input produced {missing:?}");
