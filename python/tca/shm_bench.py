@@ -35,7 +35,7 @@ def series_commands(max_bytes: int, scale: float) -> dict[str, list[str]]:
     """The command of every series that can run here (MPI series only where installed)."""
     # Every launcher pins rank r to CPU r (Open MPI's default for 2 ranks; MPICH and tca run
     # are asked to), so that the series differ only in how the bytes move.
-    launch = [sys.executable, "-m", "tca.launch", "run", "-n", "2", "--bind-to", "core"]
+    launch = [sys.executable, "-m", "tca", "run", "-n", "2", "--bind-to", "core"]
     args = [str(max_bytes), str(scale)]
     cmds = {
         "shm PIO": [*launch, str(BIN / "pingpong"), "pio", *args],
