@@ -30,7 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Commands implemented elsewhere (victream) take the rest of the line as it is, options
+    # in front included.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if not hasattr(args, "rest"):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.rest = extra + args.rest
     try:
         return args.func(args)
     except TcaError as e:
