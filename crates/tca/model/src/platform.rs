@@ -52,6 +52,7 @@ pub struct Reference {
 }
 
 /// Host side of one node: CPU root complex, memory, QPI (seed 000 §3.2, Fig. 1).
+/// Allowed range of each field: [`limits::LIMITS`] (`host.*`).
 #[derive(Debug, Clone)]
 pub struct HostSpec {
     /// CPU core store to a device register until the TLP leaves the root port.
@@ -87,6 +88,7 @@ pub struct Cable {
 }
 
 /// A GPU as a PCIe target (GPUDirect RDMA, seed 000 §3.2).
+/// Allowed range of each field: [`limits::LIMITS`] (`gpu.*`); 1 to [`limits::MAX_GPUS`] GPUs.
 #[derive(Debug, Clone)]
 pub struct GpuSpec {
     pub model: String,
@@ -99,6 +101,7 @@ pub struct GpuSpec {
 }
 
 /// The PEACH2 chip (seed 000 §3.3-3.5).
+/// Allowed range of each field: [`limits::LIMITS`] (`peach2.*`).
 #[derive(Debug, Clone)]
 pub struct Peach2Spec {
     pub clock_hz: u64,
@@ -127,6 +130,8 @@ impl Peach2Spec {
 }
 
 /// How the shared PCIe window is divided (seed 000 §3.4).
+/// Allowed range of each field: [`limits::LIMITS`] (`address_map.*`), and
+/// [`limits::check_platform`]: an aligned window, host and GPU parts inside a node's part.
 #[derive(Debug, Clone)]
 pub struct AddressMapSpec {
     /// Base PCIe address of the window the host maps to PEACH2.
@@ -145,8 +150,9 @@ pub struct Platform {
     pub description: String,
     pub source: String,
     pub path: PathBuf,
+    /// 1 to 16 and at most `address_map.max_nodes`.
     pub nodes: u32,
-    /// Cables between PEACH2 ports.
+    /// Cables between PEACH2 ports; they join all nodes.
     pub cables: Vec<Cable>,
     /// PEACH2 N port to the CPU root port.
     pub host_link: LinkSpec,
@@ -159,6 +165,7 @@ pub struct Platform {
     pub peach2: Peach2Spec,
     pub address_map: AddressMapSpec,
     pub params: Vec<Param>,
+    /// Their `x` and `value` are finite and positive.
     pub references: Vec<Reference>,
 }
 

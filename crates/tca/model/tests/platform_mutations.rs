@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tca_model::cluster::{run_to_idle, Cluster, Output};
 use tca_model::node::{run_dma, DmaMode, DmaRun, Endpoint};
+use tca_model::platform::limits::{Kind, Limit, Rule};
 use tca_model::platform::Platform;
 use tca_model::router::Target;
 
@@ -182,8 +183,9 @@ fn check_loaded(p: &Platform) -> Result<(), String> {
     ] {
         let t = c.cycles(cycles);
         positive(what, t)?;
-        if t > SimTime::from_us(1_000_000) {
-            return Err(format!("{what} = {t}, more than a second"));
+        // The slowest clock is 1 MHz: a cycle is at most a microsecond.
+        if t > SimTime::from_us(cycles) {
+            return Err(format!("{what} = {cycles} cycles take {t}"));
         }
     }
     for (what, link) in [("host link", &p.host_link), ("cable link", &p.cable_link), ("GPU link", &p.gpu_link)] {
@@ -217,10 +219,13 @@ fn check_loaded(p: &Platform) -> Result<(), String> {
         }
     }
     // A short run of each DMA mode on the model.
-    for mode in [DmaMode::Chaining, DmaMode::Register] {
-        let run = DmaRun { src: Endpoint::Gpu(0), dst: Endpoint::Host, mode, size: 4096, count: 2 };
+    for (mode, count) in [(DmaMode::Chaining, 2), (DmaMode::Register, p.peach2.register_slots.min(2))] {
+        let run = DmaRun { src: Endpoint::Gpu(0), dst: Endpoint::Host, mode, size: 4096, count };
         let r = run_dma(p, &run, None).map_err(|e| format!("{mode:?} DMA: {e}"))?;
-        if r.delivered != 8192 || r.elapsed == SimTime::ZERO || !(r.bandwidth().is_finite() && r.bandwidth() > 0.0) {
+        if r.delivered != 4096 * u64::from(count)
+            || r.elapsed == SimTime::ZERO
+            || !(r.bandwidth().is_finite() && r.bandwidth() > 0.0)
+        {
             return Err(format!("{mode:?} DMA: {} B in {}", r.delivered, r.elapsed));
         }
     }
@@ -308,7 +313,8 @@ fn mutations_replace_delete_and_duplicate_lines() {
 /// Some of the mutated files must load, so that the checks of loaded platforms run too.
 #[test]
 fn mutated_platform_files_load_or_fail_in_one_line() {
-    let cases = 1500;
+    // PROPTEST_CASES=N runs more cases (a longer search); the default keeps the test near 1 s.
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
     let mut runner = TestRunner::new(ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() });
     let files = common::platform_files();
     let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
@@ -330,4 +336,87 @@ fn mutated_platform_files_load_or_fail_in_one_line() {
     let loaded = loaded.into_inner();
     println!("{loaded} of {cases} mutated files loaded");
     assert!(loaded * 10 > cases as usize, "only {loaded} of {cases} mutated files loaded");
+}
+
+/// A value for `limit`: the value as written, a bound, or log-uniformly anywhere between,
+/// obeying its rule (PCIe lane counts: one of the widths the specification allows).
+fn value_in_range(key: &str, limit: &'static Limit, original: String) -> BoxedStrategy<String> {
+    let parse = move |t: &str| limit.kind.parse(t).expect("the table's bounds parse");
+    let (min, max) = (parse(limit.min), parse(limit.max));
+    let step = match limit.rule {
+        Rule::MultipleOf(m) => parse(m),
+        _ => 1,
+    };
+    let inside = (0.0f64..=1.0).prop_map(move |f| {
+        let lo = (min.max(1) as f64).ln();
+        let v = (lo + f * ((max as f64).ln() - lo)).exp() as u64;
+        match limit.rule {
+            Rule::PowerOfTwo => {
+                1u64 << (63 - v.max(1).leading_zeros()).clamp(min.trailing_zeros(), max.trailing_zeros())
+            }
+            _ => (v / step * step).clamp(min, max),
+        }
+    });
+    let bounds = if key.ends_with(".lanes") {
+        prop::sample::select(vec![1u64, 2, 4, 8, 12, 16, 32]).boxed()
+    } else {
+        prop_oneof![1 => Just(min), 1 => Just(max), 2 => inside].boxed()
+    };
+    let written = bounds.prop_map(move |v| match limit.kind {
+        Kind::Count => v.to_string(),
+        Kind::Bytes => format!("\"{v} B\""),
+        Kind::Time => format!("\"{v} ps\""),
+        Kind::Bandwidth => format!("\"{v} B/s\""),
+        Kind::Frequency => format!("\"{v} Hz\""),
+        Kind::TransferRate => format!("\"{} MT/s\"", v as f64 / 1e6),
+    });
+    prop_oneof![1 => written, 2 => Just(original)].boxed()
+}
+
+/// Values anywhere inside their allowed ranges, together, never break the model: a file either
+/// loads and behaves or is rejected in one line (for parameters that contradict each other).
+#[test]
+fn values_anywhere_in_their_ranges_load_and_run_or_fail_in_one_line() {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
+    let files = common::platform_files();
+    let loaded = AtomicUsize::new(0);
+    for path in &files {
+        let mut runner =
+            TestRunner::new(ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() });
+        let text = std::fs::read_to_string(path).unwrap();
+        let p = Platform::parse(&text, path).unwrap();
+        // Every numeric parameter but the topology, which the cables fix.
+        let keys: Vec<(String, &'static Limit)> = p
+            .params
+            .iter()
+            .filter(|q| !q.key.starts_with("topology.") && q.key != "gpu.sockets")
+            .filter_map(|q| Limit::of(&q.key).map(|l| (q.key.clone(), l)))
+            .collect();
+        let values: Vec<_> = keys
+            .iter()
+            .map(|(key, l)| {
+                let original = p.params.iter().find(|q| &q.key == key).unwrap().value.clone();
+                let original = if l.kind == Kind::Count { original } else { format!("\"{original}\"") };
+                value_in_range(key, l, original)
+            })
+            .collect();
+        let result = runner.run(&values, |values| {
+            let mut edited = text.clone();
+            for ((key, _), value) in keys.iter().zip(&values) {
+                edited = common::set_value(&edited, key, value);
+            }
+            match check_bounded(edited, path.clone()) {
+                Ok(true) => _ = loaded.fetch_add(1, Ordering::Relaxed),
+                Ok(false) => {}
+                Err(e) => return Err(TestCaseError::fail(format!("{}: {e}\nvalues: {values:?}", path.display()))),
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+    let (loaded, total) = (loaded.into_inner(), files.len() * cases as usize);
+    println!("{loaded} of {total} files with values inside their ranges loaded");
+    assert!(loaded * 20 > total, "only {loaded} of {total} loaded");
 }
