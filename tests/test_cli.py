@@ -83,3 +83,16 @@ def test_two_runs_are_byte_identical(tca, tmp_path):
         )
         outs.append((proc.stdout, trace.read_bytes()))
     assert outs[0] == outs[1]
+
+
+def test_tracing_records_spans_and_changes_no_number(tca, tmp_path):
+    base = ["bench", "pingpong", "--platform", "peach2-testbed-2013", "--sizes", "64", "--json"]
+    plain = json.loads(tca(*base).stdout)
+    trace = tmp_path / "t.json"
+    traced = json.loads(tca(*base, "--trace", str(trace)).stdout)
+    assert traced == plain
+    spans = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert len(spans) > 100 and all(e["dur"] >= 0 for e in spans)
+    # The one-way latency is half a round trip; the last span ends no earlier than 100 round trips.
+    latency = next(r["value"] for r in plain if r["unit"] == "us")
+    assert max(e["ts"] + e["dur"] for e in spans) >= 2 * 100 * latency * 0.99

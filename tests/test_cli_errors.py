@@ -1,7 +1,14 @@
 """Bad input gets one line naming the problem and exit status 2: no traceback, no panic."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
-from conftest import TESTBED
+from conftest import ROOT, TESTBED
+
+SIM = ["--platform", "peach2-testbed-2013"]
 
 
 def assert_one_line_error(proc, *fragments):
@@ -54,7 +61,7 @@ def test_missing_platform_file(tca, tmp_path):
     assert_one_line_error(proc, "platform file not found")
 
 
-@pytest.mark.parametrize("sizes", ["6", "64,100,4098", "0"])
+@pytest.mark.parametrize("sizes", ["6", "64,100,4098"])
 def test_size_not_multiple_of_4(tca, sizes):
     proc = tca(
         "bench",
@@ -84,7 +91,7 @@ def test_unknown_experiment_and_bad_size_syntax(tca):
         "4x",
         check=False,
     )
-    assert_one_line_error(proc, "bad size '4x'")
+    assert_one_line_error(proc, "--sizes: expected a size", "got '4x'")
 
 
 def test_unwritable_plot(tca, tmp_path):
@@ -101,4 +108,109 @@ def test_unwritable_plot(tca, tmp_path):
         str(tmp_path / "no" / "dir" / "x.png"),
         check=False,
     )
-    assert_one_line_error(proc, "cannot write plot")
+    assert_one_line_error(proc, "--plot", "does not exist")
+
+
+# Output files are checked before the benchmark runs: a bad one is a one-line error, never a
+# traceback, and never silently written somewhere else (/tmp -> /tmp.png).
+BENCHES_WITH_PLOT = [
+    ["bench", "dma-bw", *SIM, "--experiment", "fig5", "--sizes", "64"],
+    ["bench", "local-copy", *SIM, "--sizes", "64"],
+    ["bench", "pingpong", *SIM, "--sizes", "8"],
+    ["bench", "block-stride", *SIM, "--n", "2"],
+]
+
+
+@pytest.mark.parametrize("bench", BENCHES_WITH_PLOT, ids=lambda b: b[1])
+def test_plot_with_an_unsupported_extension(tca, tmp_path, bench):
+    proc = tca(*bench, "--plot", str(tmp_path / "x.txt"), check=False)
+    assert_one_line_error(proc, "--plot", "unsupported extension '.txt'", ".png")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("bench", BENCHES_WITH_PLOT[:2], ids=lambda b: b[1])
+def test_plot_into_a_directory_is_an_error_not_dir_png(tca, tmp_path, bench):
+    proc = tca(*bench, "--plot", str(tmp_path), check=False)
+    assert_one_line_error(proc, "--plot", "is a directory")
+    assert not Path(f"{tmp_path}.png").exists()
+
+
+@pytest.mark.parametrize(("name", "message"), [("missing", "does not exist"), ("dir", "is a directory")])
+def test_pingpong_trace_into_a_missing_directory_or_a_directory(tca, tmp_path, name, message):
+    target = tmp_path / "nonexistent" / "t.json" if name == "missing" else tmp_path
+    proc = tca("bench", "pingpong", *SIM, "--sizes", "8", "--trace", str(target), check=False)
+    assert_one_line_error(proc, "--trace", message)
+
+
+def test_dma_bw_trace_into_a_directory(tca, tmp_path):
+    proc = tca(
+        "bench",
+        "dma-bw",
+        *SIM,
+        "--experiment",
+        "fig5",
+        "--sizes",
+        "64",
+        "--trace",
+        str(tmp_path),
+        check=False,
+    )
+    assert_one_line_error(proc, "--trace", "is a directory")
+
+
+def test_demo_into_an_unwritable_directory(tca):
+    proc = tca("demo", "--out", "/proc/nope", check=False)
+    assert_one_line_error(proc, "--out /proc/nope: cannot write there")
+
+
+@pytest.mark.parametrize("sizes", ["0", "0:8", "8,0"])
+def test_shm_pingpong_size_zero_is_an_error(tca, sizes):
+    proc = tca("bench", "pingpong", "--fabric", "shm", "--sizes", sizes, check=False)
+    assert_one_line_error(proc, "--sizes", "must be positive")
+
+
+def test_shm_pingpong_rejects_options_it_would_ignore(tca, tmp_path):
+    proc = tca("bench", "pingpong", "--fabric", "shm", "--plot", str(tmp_path / "p.png"), check=False)
+    assert_one_line_error(proc, "--fabric shm takes --sizes and --json only")
+
+
+@pytest.mark.parametrize("edges", ["1", "2,1", "0"])
+def test_block_stride_needs_two_distinct_faces(tca, edges):
+    proc = tca("bench", "block-stride", *SIM, "--n", edges, check=False)
+    assert_one_line_error(proc, "outside 2..1024", "both faces are one plane")
+
+
+def test_block_stride_bad_list(tca):
+    proc = tca("bench", "block-stride", *SIM, "--n", "2,x", check=False)
+    assert_one_line_error(proc, "bad --n '2,x'")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1e400"])
+def test_reference_values_that_are_not_finite_never_reach_json(tca, tmp_path, value):
+    # A reference value JSON cannot hold is refused (by the loader or the report), so --json
+    # never prints a bare NaN.
+    text = TESTBED.read_text()
+    start = text.index("[[reference]]")
+    head, refs = text[:start], text[start:]
+    path = tmp_path / "edited.toml"
+    edited = refs.replace("value = ", f"value = {value} #", 1)
+    assert edited != refs
+    path.write_text(head + edited)
+    proc = tca("bench", "dma-bw", "--platform", str(path), "--experiment", "fig4", "--json", check=False)
+    assert proc.returncode == 2, proc.stdout
+    assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_json_rows_are_strict_json(tca):
+    proc = tca("bench", "dma-bw", *SIM, "--experiment", "fig4", "--json")
+    json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in --json output"))
+
+
+def test_example_with_a_non_numeric_size_under_the_simulator():
+    example = ROOT / "examples" / "python" / "pingpong.py"
+    cmd = [sys.executable, "-m", "tca", "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca"]
+    proc = subprocess.run([*cmd, str(example), "abc"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[0] == "pingpong.py: error: SIZE: 'abc' is not a number followed by a unit"

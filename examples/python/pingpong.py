@@ -4,30 +4,33 @@ Rank 0 sends a buffer to rank 1 with a DMA that notifies the receiver; rank 1 an
 way. The time of 100 round trips, halved, is the one-way latency. The same file runs on a
 simulated platform or for real on this host (see tca.program):
 
-    python examples/python/pingpong.py [SIZE]                        # simulated 2013 testbed
+    python examples/python/pingpong.py [SIZE] [--json]               # simulated 2013 testbed
     TCA_PLATFORM=ha-pacs-tca python examples/python/pingpong.py 4096  # simulated HA-PACS/TCA
-    tca run -n 2 examples/python/pingpong.py 4096                      # this host, shm fabric
+    tca run -n 2 examples/python/pingpong.py 4K                        # this host, shm fabric
+
+With ``--json`` rank 0 prints the result as benchmark rows (latency and bandwidth).
 """
 
 import sys
 
 import tca.program
 from tca.api import DMA_NOTIFY, Desc
+from tca.common.report import latency_and_bandwidth, to_json
 
 ROUND_TRIPS = 100
-SIZE = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 
 
-def pingpong(ctx):
+def pingpong(ctx, size=8):
+    """One-way latency [us] of a GPU-GPU DMA ping-pong of `size` bytes."""
     me, peer = ctx.rank, 1 - ctx.rank
-    send, recv = ctx.malloc(SIZE, "gpu"), ctx.malloc(SIZE, "gpu")
+    send, recv = ctx.malloc(size, "gpu"), ctx.malloc(size, "gpu")
     handles = ctx.exchange(recv)
-    ctx.write(send, 0, bytes([me + 1]) * SIZE)
+    ctx.write(send, 0, bytes([me + 1]) * size)
 
     # One descriptor, registered once: my send buffer -> the peer's receive buffer, then
     # notify the peer with (slot 0, tag = my rank).
     desc = Desc()
-    desc.set_memcpy(handles[peer], 0, send, 0, SIZE, DMA_NOTIFY, 0, me)
+    desc.set_memcpy(handles[peer], 0, send, 0, size, DMA_NOTIFY, 0, me)
     ctx.desc_set(desc, 0)
     ctx.barrier()
 
@@ -40,12 +43,32 @@ def pingpong(ctx):
             ctx.wait_dma_recv(handles[peer], 0, peer)
             ctx.start_dma(0)
     one_way_us = (ctx.wtime() - start) / ROUND_TRIPS / 2 * 1e6
-    assert ctx.read(recv, 0, SIZE) == bytes([peer + 1]) * SIZE, "the peer's data arrived"
+    assert ctx.read(recv, 0, size) == bytes([peer + 1]) * size, "the peer's data arrived"
     ctx.barrier()
-    if me == 0:
-        print(f"GPU-GPU DMA ping-pong, {SIZE} B: {one_way_us:.2f} us one way")
     return one_way_us
 
 
+def main():
+    args = sys.argv[1:]
+    as_json = "--json" in args
+    sizes = [a for a in args if a != "--json"]
+    if len(sizes) > 1:
+        tca.program.fail("usage: pingpong.py [SIZE] [--json]")
+    size = tca.program.size_argument(sizes[0] if sizes else None, default=8)
+
+    def program(ctx):
+        one_way_us = pingpong(ctx, size)
+        if ctx.rank == 0 and as_json:
+            rows = latency_and_bandwidth(
+                "pingpong", tca.program.platform_label(), "GPU-GPU DMA", size, one_way_us
+            )
+            print(to_json(rows), flush=True)
+        elif ctx.rank == 0:
+            print(f"GPU-GPU DMA ping-pong, {size} B: {one_way_us:.2f} us one way", flush=True)
+        return one_way_us
+
+    tca.program.main(program)
+
+
 if __name__ == "__main__":
-    tca.program.main(pingpong)
+    main()

@@ -1,11 +1,12 @@
-"""``tca run -n N [--fabric shm] PROGRAM ARGS``: start N ranks of a program on this host.
+"""Starting the N ranks of a program on this host (``tca run``, see :mod:`tca.cli.run`).
 
 Each rank is a process with ``TCA_RANK``, ``TCA_SIZE``, ``TCA_JOB_ID`` and ``TCA_FABRIC`` in its
 environment; the TCA library (libtca.so, the Rust crate tca-shm) reads them in ``tcaInit``.
 Like mpirun, the launcher waits for every rank; when one fails (non-zero exit or a signal) it
-stops the others (SIGTERM, then SIGKILL after a grace period) and exits with the first failure's
-status. Afterwards it removes any ``/dev/shm/tca-<job>-*`` a rank left behind (only possible
-when a rank died inside ``tcaInit``).
+names the rank that failed first and how, stops the others (SIGTERM, then SIGKILL after a grace
+period) and exits with that rank's status. SIGTERM, SIGINT and SIGHUP sent to the launcher are
+forwarded to the ranks, which get the same grace period. Afterwards it removes any
+``/dev/shm/tca-<job>-*`` a rank left behind (only possible when a rank died inside ``tcaInit``).
 
 ``--fabric sim --platform P`` runs a Python program written with ``tca.program.main`` once, with
 ``TCA_FABRIC=sim``, ``TCA_SIZE=N`` and ``TCA_PLATFORM=P``: its N ranks run as threads against the
@@ -14,8 +15,9 @@ simulated platform's virtual clock (C programs run on the shm fabric only).
 
 from __future__ import annotations
 
-import argparse
+import math
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -28,6 +30,7 @@ from tca import TcaError
 MAX_RANKS = 16
 SHM_DIR = Path("/dev/shm")
 GRACE_S = 2.0
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def job_id() -> str:
@@ -58,6 +61,17 @@ def status_of(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
+def how(code: int) -> str:
+    """How a process ended, in words: "exited with status 3", "was killed by SIGKILL"."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name} (status {128 - code})"
+    return f"exited with status {code}"
+
+
 def cores_for(nranks: int, bind: str) -> list[set[int] | None]:
     """The CPU set of each rank: ``core`` binds rank r to the r-th allowed CPU (round robin,
     as mpirun's ``--bind-to core``); ``none`` leaves the scheduler free."""
@@ -65,6 +79,11 @@ def cores_for(nranks: int, bind: str) -> list[set[int] | None]:
         return [None] * nranks
     cpus = sorted(os.sched_getaffinity(0))
     return [{cpus[r % len(cpus)]} for r in range(nranks)]
+
+
+def check_timeout(timeout_s: float | None) -> None:
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise TcaError(f"--timeout {timeout_s}: expected a finite number of seconds greater than 0")
 
 
 def run(
@@ -80,6 +99,7 @@ def run(
         raise TcaError(f"-n {nranks}: a TCA sub-cluster has 1 to {MAX_RANKS} nodes")
     if not program:
         raise TcaError("no program given (usage: tca run -n N PROGRAM [ARGS...])")
+    check_timeout(timeout_s)
     if fabric == "sim":
         return run_simulated(nranks, program, platform or "peach2-testbed-2013", timeout_s)
     if fabric != "shm":
@@ -89,19 +109,16 @@ def run(
     if bind not in ("none", "core"):
         raise TcaError(f"--bind-to {bind}: expected none or core")
     job = job_id()
-    procs: list[subprocess.Popen] = []
-    try:
-        for r, cpus in enumerate(cores_for(nranks, bind)):
-            env = rank_env(r, nranks, job, fabric)
-            pin = None if cpus is None else (lambda c=cpus: os.sched_setaffinity(0, c))
-            try:
-                procs.append(subprocess.Popen(with_interpreter(program), env=env, preexec_fn=pin))
-            except OSError as e:
-                raise TcaError(f"cannot start {program[0]}: {e.strerror}") from e
-        return wait_all(procs, timeout_s)
-    finally:
-        stop(procs)
-        cleanup(job)
+    with Job() as ranks:
+        try:
+            for r, cpus in enumerate(cores_for(nranks, bind)):
+                env = rank_env(r, nranks, job, fabric)
+                pin = None if cpus is None else (lambda c=cpus: os.sched_setaffinity(0, c))
+                ranks.start(with_interpreter(program), env, pin)
+            return ranks.wait(timeout_s)
+        finally:
+            ranks.stop()
+            cleanup(job)
 
 
 def with_interpreter(program: list[str]) -> list[str]:
@@ -118,103 +135,134 @@ def run_simulated(nranks: int, program: list[str], platform: str, timeout_s: flo
         raise TcaError(
             f"--fabric sim runs Python programs written with tca.program ({program[0]} is not a .py file)"
         )
-    command = with_interpreter(program)
     env = dict(os.environ, TCA_FABRIC="sim", TCA_SIZE=str(nranks), TCA_PLATFORM=platform)
     for var in ("TCA_RANK", "TCA_JOB_ID"):
         env.pop(var, None)
-    try:
-        proc = subprocess.Popen(command, env=env)
-    except OSError as e:
-        raise TcaError(f"cannot start {command[0]}: {e.strerror}") from e
-    try:
-        return wait_all([proc], timeout_s)
-    finally:
-        stop([proc])
-
-
-def wait_all(procs: list[subprocess.Popen], timeout_s: float | None) -> int:
-    """Waits for every rank, reaping each as soon as it ends (so that peers see a dead rank at
-    once, not a zombie); on the first failure stops the rest. Returns the job's status."""
-    start = time.monotonic()
-    first_failure = 0
-    while True:
-        running = [p for p in procs if p.poll() is None]
-        failed = [p for p in procs if p.returncode not in (None, 0)]
-        if failed and not first_failure:
-            first_failure = status_of(failed[0].returncode)
-            rank = procs.index(failed[0])
-            print(
-                f"tca run: rank {rank} exited with status {first_failure}; stopping the others",
-                file=sys.stderr,
-            )
-            stop(procs)
-        if not running:
-            return first_failure
-        if timeout_s is not None and time.monotonic() - start > timeout_s:
-            print(f"tca run: job exceeded {timeout_s} s; stopping it", file=sys.stderr)
-            stop(procs)
-            return 124
-        time.sleep(0.005)
-
-
-def stop(procs: list[subprocess.Popen]) -> None:
-    """SIGTERM to every running rank, SIGKILL to those still running after the grace period."""
-    live = [p for p in procs if p.poll() is None]
-    for p in live:
-        p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + GRACE_S
-    for p in live:
+    with Job() as job:
         try:
-            p.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+            job.start(with_interpreter(program), env, None)
+            return job.wait(timeout_s)
+        finally:
+            job.stop()
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    program = list(args.program)
-    if program and program[0] == "--":
-        program = program[1:]
-    return run(
-        args.n, program, fabric=args.fabric, timeout_s=args.timeout, bind=args.bind_to, platform=args.platform
-    )
+class Job:
+    """The processes of one job, reaped as soon as each ends (so that peers see a dead rank at
+    once, not a zombie, and the launcher knows which rank failed first).
 
+    As a context manager it forwards SIGTERM, SIGINT and SIGHUP to the processes while it is
+    open: the first such signal also ends :meth:`wait`, which then gives the processes the grace
+    period and returns 128 + the signal."""
 
-def add_parser(subparsers) -> None:
-    """Registers ``tca run`` on the CLI's subcommands."""
-    p = subparsers.add_parser(
-        "run",
-        help="start N ranks of a TCA program on this host (shm fabric)",
-        description="Start N ranks of PROGRAM on this host with TCA_RANK, TCA_SIZE and "
-        "TCA_JOB_ID set; the TCA library joins them over shared memory.",
-    )
-    p.add_argument("-n", type=int, required=True, metavar="N", help="number of ranks (1-16)")
-    p.add_argument("--fabric", default="shm", choices=["shm", "sim"], help="fabric (default: shm)")
-    p.add_argument(
-        "--bind-to",
-        default="none",
-        choices=["none", "core"],
-        help="core: pin rank r to the r-th CPU, like mpirun --bind-to core (default: none)",
-    )
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the job after this long")
-    p.add_argument("--platform", help="simulated platform for --fabric sim (default: peach2-testbed-2013)")
-    p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments")
-    p.set_defaults(func=cmd_run)
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.pidfds: dict[int, int] = {}  # pidfd -> index in procs
+        self.signalled: int | None = None
+        self._saved: dict[int, object] = {}
 
+    def __enter__(self) -> Job:
+        for sig in FORWARDED:
+            self._saved[sig] = signal.signal(sig, self._forward)
+        return self
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tca-run")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["run"]:
-        argv = argv[1:]
-    args = parser.parse_args(["run", *argv])
-    try:
-        return args.func(args)
-    except TcaError as e:
-        print(f"tca run: error: {e}", file=sys.stderr)
-        return 2
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        for fd in self.pidfds:
+            os.close(fd)
 
+    def _forward(self, signum: int, _frame: object) -> None:
+        if self.signalled is None:
+            self.signalled = signum
+        for p in self.procs:
+            if p.returncode is None:
+                try:
+                    p.send_signal(signum)
+                except ProcessLookupError:
+                    pass
 
-if __name__ == "__main__":
-    sys.exit(main())
+    def start(self, command: list[str], env: dict[str, str], preexec) -> None:
+        try:
+            p = subprocess.Popen(command, env=env, preexec_fn=preexec)
+        except OSError as e:
+            raise TcaError(f"cannot start {command[0]}: {e.strerror}") from e
+        self.procs.append(p)
+        try:
+            self.pidfds[os.pidfd_open(p.pid)] = len(self.procs) - 1
+        except (AttributeError, OSError):  # no pidfd here: wait() polls instead
+            pass
+
+    def _reap(self) -> list[int]:
+        """Collects every process that ended since the last call; returns their indexes."""
+        ended = []
+        for i, p in enumerate(self.procs):
+            if p.returncode is None and p.poll() is not None:
+                ended.append(i)
+        return ended
+
+    def _sleep(self, seconds: float) -> None:
+        """Until a process ends or `seconds` pass (at most 50 ms, so that a forwarded signal
+        is noticed soon)."""
+        seconds = min(seconds, 0.05)
+        if len(self.pidfds) == len(self.procs):
+            poller = select.poll()
+            for fd, i in self.pidfds.items():
+                if self.procs[i].returncode is None:
+                    poller.register(fd, select.POLLIN)
+            poller.poll(seconds * 1000)
+        else:
+            time.sleep(min(seconds, 0.002))
+
+    def wait(self, timeout_s: float | None) -> int:
+        """Waits for every process; on the first failure stops the rest and names the rank.
+        Returns the job's status."""
+        start = time.monotonic()
+        first: tuple[int, int] | None = None  # (rank, return code)
+        while True:
+            ended = self._reap()
+            failed = [i for i in ended if self.procs[i].returncode != 0]
+            if failed and first is None and self.signalled is None:
+                # Ranks that end in the same wake-up: a rank killed by a signal is the cause,
+                # the others exit because they saw it die.
+                rank = min(failed, key=lambda i: (self.procs[i].returncode >= 0, i))
+                first = (rank, self.procs[rank].returncode)
+                print(
+                    f"tca run: rank {rank} {how(first[1])}; stopping the others",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                self.stop()
+            if self.signalled is not None:
+                print(
+                    f"tca run: got {signal.Signals(self.signalled).name}; stopping the ranks",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                self.stop(already_signalled=True)
+                return 128 + self.signalled
+            if all(p.returncode is not None for p in self.procs):
+                return status_of(first[1]) if first else 0
+            if timeout_s is not None and time.monotonic() - start > timeout_s:
+                print(f"tca run: job exceeded {timeout_s:g} s; stopping it", file=sys.stderr, flush=True)
+                self.stop()
+                return 124
+            remaining = 1.0 if timeout_s is None else timeout_s - (time.monotonic() - start)
+            self._sleep(max(remaining, 0.0))
+
+    def stop(self, already_signalled: bool = False) -> None:
+        """SIGTERM to every running process (unless a forwarded signal already went), SIGKILL
+        to those still running after the grace period."""
+        live = [p for p in self.procs if p.poll() is None]
+        if not already_signalled:
+            for p in live:
+                try:
+                    p.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + GRACE_S
+        for p in live:
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -24,10 +24,13 @@ same measurement code reports what the program does here and what it would do on
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from tca import TcaError, _native, sim
+from tca.units import parse_size_arg
 
 DEFAULT_PLATFORM = "peach2-testbed-2013"
 # Variables of launchers whose processes are ranks of a real job.
@@ -44,16 +47,51 @@ def fabric() -> str:
     return "shm" if any(v in os.environ for v in _LAUNCHER_VARS) else "sim"
 
 
+def platform_label() -> str:
+    """Where this run happens, for result rows: ``this host (shm)`` or the simulated platform."""
+    if fabric() == "shm":
+        return "this host (shm)"
+    return os.environ.get("TCA_PLATFORM", DEFAULT_PLATFORM)
+
+
+def fail(message: str) -> NoReturn:
+    """Ends the program with one line on stderr and status 2, as the ``tca`` command does."""
+    print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def size_argument(text: str | None, default: int) -> int:
+    """A message size given on the command line (``8``, ``4K``, ``1MiB``); a bad one ends the
+    program with a one-line error."""
+    if text is None:
+        return default
+    try:
+        return parse_size_arg(text, "SIZE")
+    except TcaError as e:
+        fail(str(e))
+
+
 def main(
     program: Callable[[sim.Rank], Any], *, nranks: int = 2, platform: str = DEFAULT_PLATFORM
 ) -> list[Any]:
     """Runs ``program`` on the fabric this process was started for; returns the results of the
-    ranks it ran (all of them on the simulator, its own on the shm fabric)."""
+    ranks it ran (all of them on the simulator, its own on the shm fabric). A TcaError (a bad
+    platform, a rank count) ends the program with a one-line error."""
+    try:
+        return _main(program, nranks, platform)
+    except TcaError as e:
+        fail(str(e))
+
+
+def _main(program: Callable[[sim.Rank], Any], nranks: int, platform: str) -> list[Any]:
     if fabric() == "shm":
         ctx = sim.Rank(_native.ShmRank())
         try:
             return [program(ctx)]
         finally:
             ctx.finalize()
-    size = int(os.environ.get("TCA_SIZE", nranks))
+    try:
+        size = int(os.environ.get("TCA_SIZE", nranks))
+    except ValueError:
+        raise TcaError(f"TCA_SIZE={os.environ['TCA_SIZE']}: expected a number of ranks") from None
     return sim.run(os.environ.get("TCA_PLATFORM", platform), size, program)

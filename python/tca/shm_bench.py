@@ -19,13 +19,16 @@ run on this machine in this invocation, so the ratios compare like with like.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from tca import TcaError
+from tca.common.report import Row, to_json
+from tca.units import parse_size_arg
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("TCA_C_BIN", ROOT / "target" / "c"))
@@ -35,7 +38,7 @@ def series_commands(max_bytes: int, scale: float) -> dict[str, list[str]]:
     """The command of every series that can run here (MPI series only where installed)."""
     # Every launcher pins rank r to CPU r (Open MPI's default for 2 ranks; MPICH and tca run
     # are asked to), so that the series differ only in how the bytes move.
-    launch = [sys.executable, "-m", "tca.launch", "run", "-n", "2", "--bind-to", "core"]
+    launch = [sys.executable, "-m", "tca", "run", "-n", "2", "--bind-to", "core"]
     args = [str(max_bytes), str(scale)]
     cmds = {
         "shm PIO": [*launch, str(BIN / "pingpong"), "pio", *args],
@@ -147,31 +150,13 @@ def print_table(best: dict[str, dict[int, float]], max_bytes: int) -> None:
         print(f"{what:<58} {value:8.3f}   goal {goal}")
 
 
-def json_rows(best: dict[str, dict[int, float]]) -> list[dict]:
-    rows = []
-    for name, table in best.items():
-        for size, us in sorted(table.items()):
-            rows.append(
-                {
-                    "benchmark": "pingpong",
-                    "platform": "this host (shm)",
-                    "series": name,
-                    "x": size,
-                    "x_unit": "B",
-                    "value": us,
-                    "unit": "us",
-                    "paper": None,
-                    "source": None,
-                    "kind": "measured",
-                }
-            )
-    return rows
-
-
-def parse_size(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20}
-    t = text.strip().upper().rstrip("B")
-    return int(t[:-1]) * units[t[-1]] if t and t[-1] in units else int(t)
+def json_rows(best: dict[str, dict[int, float]]) -> list[Row]:
+    """The measured latencies as benchmark rows (DESIGN.md, "Benchmark output")."""
+    return [
+        Row("pingpong", "this host (shm)", name, size, "B", us, "us", kind="measured")
+        for name, table in best.items()
+        for size, us in sorted(table.items())
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,13 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="rounds of every series (default 5)")
     p.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
     args = p.parse_args(argv)
-    max_bytes = parse_size(args.max)
+    try:
+        max_bytes = parse_size_arg(args.max, "--max")
+    except TcaError as e:
+        print(f"shm_bench: error: {e}", file=sys.stderr)
+        return 2
     if not (BIN / "pingpong").exists():
         print(f"shm_bench: {BIN / 'pingpong'} missing: run `make examples` first", file=sys.stderr)
         return 2
     best = measure(max_bytes, args.scale, args.rounds)
     if args.json:
-        print(json.dumps(json_rows(best)))
+        print(to_json(json_rows(best)))
     else:
         print_table(best, max_bytes)
     return 0

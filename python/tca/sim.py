@@ -28,6 +28,7 @@ from typing import Any
 
 from tca import TcaError, _native, platforms
 from tca.api import DeadlockError, Handle
+from tca.common.outfile import writable_file
 
 
 class Rank:
@@ -78,6 +79,8 @@ def run(
         platform = platforms.load(str(platform))
     if nranks < 1:
         raise TcaError(f"nranks must be at least 1, got {nranks}")
+    if trace is not None:
+        trace = writable_file(trace, "trace", (".json",))
     job = _native.SimJob(platform, nranks, trace is not None)
     results: list[Any] = [None] * nranks
     errors: list[BaseException | None] = [None] * nranks
@@ -96,7 +99,10 @@ def run(
     for t in threads:
         t.join()
     if trace is not None:
-        Path(trace).write_text(job.trace_json())
+        try:
+            trace.write_text(job.trace_json())
+        except OSError as e:
+            raise TcaError(f"cannot write trace {trace}: {e.strerror or e}") from None
     failures = [e for e in errors if e is not None]
     if failures:
         raise next((e for e in failures if not isinstance(e, DeadlockError)), failures[0])

@@ -57,15 +57,39 @@ def test_units_convert_to_si():
         ({"value": "1 us"}, "time", "baselines.t.k: missing field 'source'"),
         ({"value": "1 us", "source": ""}, "time", "'source' must be a non-empty string"),
         ({"value": "1 us", "source": "s", "note": "x"}, "time", "unknown field 'note'"),
-        ({"value": "1 GB/s", "source": "s"}, "time", "unit 'GB/s' is not a time unit"),
-        ({"value": "1 us", "source": "s"}, "bandwidth", "unit 'us' is not a bandwidth unit"),
-        ({"value": "4 furlongs", "source": "s"}, "size", "unit 'furlongs' is not a size unit"),
-        ({"value": "-3 ns", "source": "s"}, "time", "must not be negative"),
-        ({"value": "0 GB/s", "source": "s"}, "bandwidth", "a bandwidth must be positive"),
-        ({"value": "0.5 B", "source": "s"}, "size", "a size must be a positive whole number"),
-        ({"value": 6.5, "source": "s"}, "time", "expected a time with a unit"),
-        ({"value": "fast", "source": "s"}, "time", "cannot read 'fast' as a time"),
+        (
+            {"value": "1 GB/s", "source": "s"},
+            "time",
+            "baselines.t.k: expected a time in ps, ns, us, ms or s, got '1 GB/s'",
+        ),
+        ({"value": "1 us", "source": "s"}, "bandwidth", "baselines.t.k: expected a bandwidth in B/s"),
+        (
+            {"value": "4 furlongs", "source": "s"},
+            "size",
+            "baselines.t.k: expected a size in B, KiB, MiB, GiB or TiB, got '4 furlongs'",
+        ),
+        ({"value": "-3 ns", "source": "s"}, "time", "baselines.t.k: '-3 ns' is negative"),
+        (
+            {"value": "0 GB/s", "source": "s"},
+            "bandwidth",
+            "baselines.t.k: '0 GB/s' must be greater than zero",
+        ),
+        ({"value": "0.5 B", "source": "s"}, "size", "baselines.t.k: '0.5 B' is not a whole number of bytes"),
+        (
+            {"value": 6.5, "source": "s"},
+            "time",
+            "baselines.t.k: expected a time with its unit as a string, got 6.5",
+        ),
+        (
+            {"value": "fast", "source": "s"},
+            "time",
+            "baselines.t.k: 'fast' is not a number followed by a unit",
+        ),
         ({"value": 0, "source": "s"}, "count", "must be at least 1"),
+        ({"value": "0 B", "source": "s"}, "size", "baselines.t.k: size '0 B' must be positive"),
+        ({"value": "4 KB", "source": "s"}, "size", "expected a size in B, KiB, MiB, GiB or TiB, got '4 KB'"),
+        ({"value": "4K", "source": "s"}, "size", "expected a size in B, KiB, MiB, GiB or TiB, got '4K'"),
+        ({"value": "nan us", "source": "s"}, "time", "'nan us' is not a number followed by a unit"),
         ("6.5 us", "time", 'expected { value = ..., source = "..." }'),
     ],
 )
@@ -90,7 +114,7 @@ def test_a_model_reports_a_missing_or_broken_parameter():
     )
     broken = copy.deepcopy(params)
     broken["node"]["pcie_latency"]["value"] = "-150 ns"
-    assert "baselines.node.pcie_latency: must not be negative" in error(
+    assert "baselines.node.pcie_latency: '-150 ns' is negative" in error(
         BASELINES["cuda-peer-uva"].pingpong_latency_us, broken, "cpu-gpu", 8
     )
     broken = copy.deepcopy(params)

@@ -3,6 +3,7 @@
 //! Errors in user input (platform files, sizes) arrive as `ValueError` with a one-line message;
 //! long simulations release the GIL.
 
+use base::units;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -193,11 +194,35 @@ fn simulate_dma<'py>(
     Ok(d)
 }
 
+/// Parses a quantity with its unit (`base::units`, the project's one unit parser) into the SI
+/// base unit: bytes, seconds, bytes per second, hertz, transfers per second. `dimension` is bytes,
+/// time, bandwidth, frequency or transfer-rate; `spelling` "platform" (platform files: every value
+/// has a unit, binary size prefixes) or "argument" (also "4096", "4K", "1 GB", "1.2 GiB/s", "0").
+/// Raises ValueError with a one-line message.
+#[pyfunction]
+#[pyo3(signature = (text, dimension, spelling = "platform"))]
+fn parse_quantity(text: &str, dimension: &str, spelling: &str) -> PyResult<f64> {
+    let dim = units::Dimension::from_name(dimension).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown dimension '{dimension}' (expected bytes, time, bandwidth, frequency or transfer-rate)"
+        ))
+    })?;
+    let spelling = match spelling {
+        "platform" => units::Spelling::Platform,
+        "argument" => units::Spelling::Argument,
+        other => {
+            return Err(PyValueError::new_err(format!("unknown spelling '{other}' (expected platform or argument)")))
+        }
+    };
+    units::parse_quantity(text, dim, spelling).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Platform>()?;
     m.add_class::<Trace>()?;
     m.add_function(wrap_pyfunction!(simulate_dma, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
     m.add_function(wrap_pyfunction!(hold::hold_model_rate, m)?)?;
     m.add_class::<api::Handle>()?;
     m.add_class::<api::Desc>()?;

@@ -1,6 +1,7 @@
 """Parameters of the baseline models, read from a platform's ``[baselines.*]`` tables.
 
-Every parameter is written like the rest of the platform files::
+Every parameter is written like the rest of the platform files, and its unit is read by the
+project's one unit parser (:mod:`tca.units`, platform spelling)::
 
     call_overhead = { value = "6.7 us", source = "...", calibrated = "..." }
 
@@ -12,22 +13,12 @@ bytes per second, bytes) so that the models never see a unit.
 
 from __future__ import annotations
 
-import math
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tca import TcaError
+from tca import TcaError, units
 
-# Unit -> factor to the SI base unit of its kind.
-UNITS: dict[str, dict[str, float]] = {
-    "time": {"ps": 1e-12, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0},
-    "bandwidth": {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "Gb/s": 1e9 / 8},
-    "size": {"B": 1.0, "KB": 1e3, "KiB": 1024.0, "MB": 1e6, "MiB": 1024.0**2, "GB": 1e9, "GiB": 1024.0**3},
-}
-
-_QUANTITY = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/]+)\s*")
 _FIELDS = {"value", "source", "calibrated"}
 
 
@@ -71,41 +62,17 @@ class Params:
             raise TcaError(f"{name}: 'calibrated' must be a non-empty string naming the fitted number")
         return Entry(key, item["value"], source, calibrated)
 
-    def _quantity(self, key: str, kind: str) -> float:
-        e = self.entry(key)
-        units = UNITS[kind]
-        expected = ", ".join(units)
-        if not isinstance(e.value, str):
-            raise TcaError(f"{self.where}.{key}: expected a {kind} with a unit ({expected}), got {e.value!r}")
-        m = _QUANTITY.fullmatch(e.value)
-        if not m:
-            raise TcaError(
-                f"{self.where}.{key}: cannot read '{e.value}' as a {kind} (e.g. '1.5 {expected[:2]}')"
-            )
-        number, unit = float(m.group(1)), m.group(2)
-        if unit not in units:
-            raise TcaError(f"{self.where}.{key}: unit '{unit}' is not a {kind} unit (use {expected})")
-        if not math.isfinite(number) or number < 0:
-            raise TcaError(f"{self.where}.{key}: must not be negative, got '{e.value}'")
-        return number * units[unit]
-
     def time(self, key: str) -> float:
         """A duration in seconds."""
-        return self._quantity(key, "time")
+        return units.parse_time(self.entry(key).value, f"{self.where}.{key}", strict=True)
 
     def bandwidth(self, key: str) -> float:
         """A rate in bytes per second; must be positive."""
-        value = self._quantity(key, "bandwidth")
-        if value == 0:
-            raise TcaError(f"{self.where}.{key}: a bandwidth must be positive")
-        return value
+        return units.parse_bandwidth(self.entry(key).value, f"{self.where}.{key}", strict=True)
 
     def size(self, key: str) -> int:
         """A size in bytes; must be positive."""
-        value = self._quantity(key, "size")
-        if value < 1 or value != int(value):
-            raise TcaError(f"{self.where}.{key}: a size must be a positive whole number of bytes")
-        return int(value)
+        return units.parse_bytes(self.entry(key).value, f"{self.where}.{key}", strict=True)
 
     def count(self, key: str) -> int:
         """A positive whole number (lanes, rails)."""

@@ -1,1 +1,1 @@
-"""Benchmark drivers: each builds rows (see :mod:`tca.report`) from the simulator or a fabric."""
+"""Benchmark drivers: each builds rows (see :mod:`tca.common.report`) from the simulator or a fabric."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from tca import TcaError, _native, sim
 from tca.api import DMA_NOTIFY, Desc
-from tca.report import Row
+from tca.common.report import Row
 
 BENCHMARK = "block-stride"
 DEFAULT_N = [2**k for k in range(1, 9)]  # 2 .. 256 (N = 512 needs 1 GiB per cube)
@@ -66,8 +66,9 @@ def run(
         raise TcaError(f"platform {platform.name} has one node; the exchange needs two")
     sizes = sizes or DEFAULT_N
     for n in sizes:
-        if n < 1 or n > 1024:
-            raise TcaError(f"cube edge N = {n} is outside 1..1024")
+        # At N = 1 the faces j = 0 and j = N-1 are the same memory: nothing to exchange.
+        if n < 2 or n > 1024:
+            raise TcaError(f"cube edge N = {n} is outside 2..1024 (at N = 1 both faces are one plane)")
     rows: list[Row] = []
     for i, n in enumerate(sizes):
         us = sim.run(platform, 2, program(n))[0]

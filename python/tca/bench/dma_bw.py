@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tca import TcaError, _native
-from tca.report import Row, attach_references
+from tca.common.report import Row, attach_references
 
 BENCHMARK = "dma-bw"
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from tca import TcaError, _native, sim
 from tca.api import Desc
-from tca.report import Row, attach_references, latency_and_bandwidth
+from tca.common.report import Row, attach_references, latency_and_bandwidth
 
 BENCHMARK = "local-copy"
 DEFAULT_SIZES = [2**k for k in range(2, 23)]  # 4 B .. 4 MiB

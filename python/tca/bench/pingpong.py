@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from tca import TcaError, _native, sim
 from tca.api import DMA_NOTIFY, Desc
-from tca.report import Row, attach_references, latency_and_bandwidth
+from tca.common.report import Row, attach_references, latency_and_bandwidth
 
 BENCHMARK = "pingpong"
 PAIRS = ("cpu-cpu", "cpu-gpu", "gpu-cpu", "gpu-gpu")

@@ -2,15 +2,19 @@
 //!
 //! Every physical parameter is an inline table `{ value = "256 B", source = "seed 000 Table 2" }`;
 //! a parameter fitted to a published number also names it: `calibrated = "seed 000 Fig. 4 ..."`.
-//! Loading checks units, signs and presence of every parameter and rejects unknown keys, and
-//! keeps the list of parameters with their sources for reports.
+//! Loading checks units, presence and the allowed range of every parameter ([`limits`]: one
+//! table), rejects unknown keys, and keeps the list of parameters with their sources for reports.
+//! No value reaches a model without passing its range.
 
-use pcie::{Generation, LinkSpec};
+pub mod limits;
+
 use crate::router::Port;
-use base::units::{self, UnitError};
+use base::units::UnitError;
+use base::SimTime;
+use limits::{Kind, Limit};
+use pcie::{Generation, LinkSpec};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use base::SimTime;
 
 /// A platform file that could not be loaded; `Display` is one line naming file and key.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -48,6 +52,7 @@ pub struct Reference {
 }
 
 /// Host side of one node: CPU root complex, memory, QPI (seed 000 §3.2, Fig. 1).
+/// Allowed range of each field: [`limits::LIMITS`] (`host.*`).
 #[derive(Debug, Clone)]
 pub struct HostSpec {
     /// CPU core store to a device register until the TLP leaves the root port.
@@ -83,6 +88,7 @@ pub struct Cable {
 }
 
 /// A GPU as a PCIe target (GPUDirect RDMA, seed 000 §3.2).
+/// Allowed range of each field: [`limits::LIMITS`] (`gpu.*`); 1 to [`limits::MAX_GPUS`] GPUs.
 #[derive(Debug, Clone)]
 pub struct GpuSpec {
     pub model: String,
@@ -95,6 +101,7 @@ pub struct GpuSpec {
 }
 
 /// The PEACH2 chip (seed 000 §3.3-3.5).
+/// Allowed range of each field: [`limits::LIMITS`] (`peach2.*`).
 #[derive(Debug, Clone)]
 pub struct Peach2Spec {
     pub clock_hz: u64,
@@ -123,6 +130,8 @@ impl Peach2Spec {
 }
 
 /// How the shared PCIe window is divided (seed 000 §3.4).
+/// Allowed range of each field: [`limits::LIMITS`] (`address_map.*`), and
+/// [`limits::check_platform`]: an aligned window, host and GPU parts inside a node's part.
 #[derive(Debug, Clone)]
 pub struct AddressMapSpec {
     /// Base PCIe address of the window the host maps to PEACH2.
@@ -141,8 +150,9 @@ pub struct Platform {
     pub description: String,
     pub source: String,
     pub path: PathBuf,
+    /// 1 to 16 and at most `address_map.max_nodes`.
     pub nodes: u32,
-    /// Cables between PEACH2 ports.
+    /// Cables between PEACH2 ports; they join all nodes.
     pub cables: Vec<Cable>,
     /// PEACH2 N port to the CPU root port.
     pub host_link: LinkSpec,
@@ -155,6 +165,7 @@ pub struct Platform {
     pub peach2: Peach2Spec,
     pub address_map: AddressMapSpec,
     pub params: Vec<Param>,
+    /// Their `x` and `value` are finite and positive.
     pub references: Vec<Reference>,
 }
 
@@ -163,7 +174,8 @@ impl Platform {
     ///
     /// # Errors
     /// A [`PlatformError`] naming the file and the first problem: unreadable file, TOML syntax,
-    /// missing or unknown parameter, missing source, wrong unit, negative or zero value.
+    /// missing or unknown parameter, missing source, wrong unit, a value outside its allowed
+    /// range (named in the message), or parameters that contradict each other.
     pub fn load(path: &Path) -> Result<Platform, PlatformError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| PlatformError { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
@@ -197,7 +209,7 @@ impl Reader<'_> {
         let name = self.string("platform.name")?;
         let description = self.string("platform.description")?;
         let source = self.string("platform.source")?;
-        let nodes = self.count("topology.nodes")? as u32;
+        let nodes = self.count("topology.nodes")?;
         let cables = self.cables("topology.cables", nodes)?;
         let host_link = self.link("pcie.host_link")?;
         let cable_link = self.link("pcie.cable_link")?;
@@ -222,35 +234,25 @@ impl Reader<'_> {
         };
         let peach2 = Peach2Spec {
             clock_hz: self.frequency("peach2.clock")?,
-            dma_channels: self.count("peach2.dma_channels")? as u32,
+            dma_channels: self.count("peach2.dma_channels")?,
             descriptor_bytes: self.bytes("peach2.descriptor_size")?,
-            register_slots: self.count("peach2.register_slots")? as u32,
+            register_slots: self.count("peach2.register_slots")?,
             descriptor_cycles: self.count("peach2.descriptor_cycles")?,
             forward_cycles: self.count("peach2.forward_cycles")?,
             register_read_cycles: self.count("peach2.register_read_cycles")?,
             dma_start_cycles: self.count("peach2.dma_start_cycles")?,
             internal_fetch_cycles: self.count("peach2.internal_fetch_cycles")?,
-            max_outstanding_reads: self.count("peach2.max_outstanding_reads")? as u32,
+            max_outstanding_reads: self.count("peach2.max_outstanding_reads")?,
         };
         let address_map = AddressMapSpec {
             window_base: self.bytes("address_map.window_base")?,
             window_bytes: self.bytes("address_map.window_size")?,
-            max_nodes: self.count("address_map.max_nodes")? as u32,
+            max_nodes: self.count("address_map.max_nodes")?,
             host_bytes: self.bytes("address_map.host_size")?,
             gpu_bytes: self.bytes("address_map.gpu_size")?,
         };
-        let node_bytes = address_map.window_bytes / address_map.max_nodes as u64;
-        if address_map.host_bytes + address_map.gpu_bytes * gpu.sockets.len() as u64 > node_bytes {
-            return Err(format!(
-                "address_map: host_size + {} x gpu_size exceeds a node's part of the window ({node_bytes} B)",
-                gpu.sockets.len()
-            ));
-        }
-        if nodes > address_map.max_nodes {
-            return Err(format!("topology.nodes = {nodes} exceeds address_map.max_nodes = {}", address_map.max_nodes));
-        }
         let references = self.references()?;
-        Ok(Platform {
+        let platform = Platform {
             name,
             description,
             source,
@@ -266,7 +268,9 @@ impl Reader<'_> {
             address_map,
             params: std::mem::take(&mut self.params),
             references,
-        })
+        };
+        limits::check_platform(&platform)?;
+        Ok(platform)
     }
 
     fn link(&mut self, prefix: &str) -> Result<LinkSpec, String> {
@@ -279,7 +283,7 @@ impl Reader<'_> {
         let spec = LinkSpec {
             generation,
             rate_per_lane: self.transfer_rate(&format!("{prefix}.rate"))?,
-            lanes: self.count(&format!("{prefix}.lanes"))? as u32,
+            lanes: self.count(&format!("{prefix}.lanes"))?,
             max_payload: self.bytes(&format!("{prefix}.max_payload"))?,
             max_read_request: self.bytes(&format!("{prefix}.max_read_request"))?,
             read_completion_boundary: self.bytes(&format!("{prefix}.read_completion_boundary"))?,
@@ -348,44 +352,77 @@ impl Reader<'_> {
         Ok(value)
     }
 
-    fn unit<T>(&mut self, key: &str, parse: fn(&str) -> Result<T, UnitError>) -> Result<T, String> {
+    /// The limit of `key` in [`limits::LIMITS`], which must be of `kind`.
+    fn limit(key: &str, kind: Kind) -> Result<&'static Limit, String> {
+        Limit::of(key)
+            .filter(|l| l.kind == kind)
+            .ok_or_else(|| format!("{key}: no allowed range is defined for this parameter"))
+    }
+
+    /// A quantity with a unit, checked against its limit; in base units (bytes, ps, B/s, Hz).
+    fn quantity(&mut self, key: &str, kind: Kind) -> Result<u64, String> {
+        let limit = Self::limit(key, kind)?;
         let text = self.param_text(key)?;
-        parse(&text).map_err(|e| format!("{key}: {e}"))
+        match kind.parse(&text) {
+            Ok(v) => limit.check(key, &text, v),
+            // Malformed text, a wrong unit or a sign keep the parser's words; a number too
+            // small or too large for its type is out of range like any other.
+            Err(
+                e @ (UnitError::WrongUnit { .. }
+                | UnitError::Malformed(_)
+                | UnitError::Negative(_)
+                | UnitError::Fraction(..)),
+            ) => Err(format!("{key}: {e}")),
+            Err(_) => Err(limit.out_of_range(key, &text)),
+        }
     }
 
     fn bytes(&mut self, key: &str) -> Result<u64, String> {
-        self.unit(key, units::parse_bytes)
+        self.quantity(key, Kind::Bytes)
     }
     fn time(&mut self, key: &str) -> Result<SimTime, String> {
-        self.unit(key, units::parse_time)
+        self.quantity(key, Kind::Time).map(SimTime::from_ps)
     }
     fn bandwidth(&mut self, key: &str) -> Result<u64, String> {
-        self.unit(key, units::parse_bandwidth)
+        self.quantity(key, Kind::Bandwidth)
     }
     fn frequency(&mut self, key: &str) -> Result<u64, String> {
-        self.unit(key, units::parse_frequency)
+        self.quantity(key, Kind::Frequency)
     }
     fn transfer_rate(&mut self, key: &str) -> Result<u64, String> {
-        self.unit(key, units::parse_transfer_rate)
+        self.quantity(key, Kind::TransferRate)
     }
 
-    /// A positive whole number without unit (lanes, channels, cycles).
-    fn count(&mut self, key: &str) -> Result<u64, String> {
+    /// A whole number without unit (lanes, channels, cycles), checked against its limit and
+    /// returned in the type the model uses (every limit fits a `u32`).
+    fn count<T: TryFrom<u64>>(&mut self, key: &str) -> Result<T, String> {
+        let limit = Self::limit(key, Kind::Count)?;
         let text = self.param_text(key)?;
-        match text.parse::<i64>() {
-            Ok(v) if v > 0 => Ok(v as u64),
-            Ok(v) => Err(format!("{key}: must be a positive integer, got {v}")),
+        let v = Self::integer(key, &text, limit)?;
+        T::try_from(v).map_err(|_| limit.out_of_range(key, &text))
+    }
+
+    /// One integer of a count parameter or list, within `limit`.
+    fn integer(key: &str, text: &str, limit: &Limit) -> Result<u64, String> {
+        match text.trim().parse::<i128>() {
+            Ok(v) => limit.check(key, text, u64::try_from(v).map_err(|_| limit.out_of_range(key, text))?),
             Err(_) => Err(format!("{key}: expected an integer without unit, got '{text}'")),
         }
     }
 
+    /// A non-empty list of counts, each within the limit of `key`.
     fn int_list(&mut self, key: &str) -> Result<Vec<u32>, String> {
+        let limit = Self::limit(key, Kind::Count)?;
         let text = self.param_text(key)?;
-        let list: Result<Vec<u32>, _> = text.split(',').map(str::parse).collect();
-        match list {
-            Ok(v) if !v.is_empty() => Ok(v),
-            _ => Err(format!("{key}: expected a non-empty list of non-negative integers")),
+        if text.is_empty() {
+            return Err(format!("{key}: expected a non-empty list of integers"));
         }
+        text.split(',')
+            .map(|item| {
+                let v = Self::integer(key, item, limit)?;
+                u32::try_from(v).map_err(|_| limit.out_of_range(key, item))
+            })
+            .collect()
     }
 
     /// Cables written "0E-1W": node 0 port E to node 1 port W. Each port is used once, nodes
@@ -447,8 +484,8 @@ impl Reader<'_> {
                 };
                 let n = |k: &str| -> Result<f64, String> {
                     match t.get(k) {
-                        Some(toml::Value::Float(f)) => Ok(*f),
-                        Some(toml::Value::Integer(v)) => Ok(*v as f64),
+                        Some(toml::Value::Float(f)) => limits::reference_number(&at(k), *f),
+                        Some(toml::Value::Integer(v)) => limits::reference_number(&at(k), *v as f64),
                         _ => Err(format!("missing number '{}'", at(k))),
                     }
                 };

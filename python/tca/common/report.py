@@ -13,7 +13,10 @@ one for this point; ``kind`` is ``calibrated`` (a parameter was fitted to this n
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
+
+from tca import TcaError
 
 
 @dataclass
@@ -42,17 +45,41 @@ def latency_and_bandwidth(
 
 
 def attach_references(rows: list[Row], references: list[dict], experiment: str) -> None:
-    """Fills ``paper``, ``source`` and ``kind`` from the platform's ``[[reference]]`` entries."""
+    """Fills ``paper``, ``source`` and ``kind`` from the platform's ``[[reference]]`` entries.
+    A reference value that is not a finite positive number is an error, not a NaN in a table."""
     for ref in references:
         if ref["experiment"] != experiment:
             continue
+        if not math.isfinite(ref["value"]) or ref["value"] <= 0:
+            raise TcaError(
+                f"reference {ref['benchmark']} {ref['experiment']} '{ref['series']}' at x = {ref['x']}: "
+                f"value {ref['value']} must be a finite positive number"
+            )
         for row in rows:
             if row.benchmark == ref["benchmark"] and row.series == ref["series"] and row.x == ref["x"]:
                 row.paper, row.source, row.kind = ref["value"], ref["source"], ref["kind"]
 
 
 def to_json(rows: list[Row]) -> str:
-    return json.dumps([asdict(r) for r in rows], indent=1)
+    """The rows as one strict JSON array (DESIGN.md: no NaN); a non-finite number is an error
+    naming its row."""
+    for r in rows:
+        for name in ("x", "value", "paper"):
+            v = getattr(r, name)
+            if v is not None and not math.isfinite(v):
+                raise TcaError(
+                    f"{r.benchmark} '{r.series}' at x = {r.x}: {name} is {v}, which JSON cannot hold"
+                )
+    return json.dumps([asdict(r) for r in rows], indent=1, allow_nan=False)
+
+
+def from_json(text: str) -> list[Row]:
+    """Rows from :func:`to_json`'s output (a program's ``--json`` run); a one-line TcaError if
+    the text is not such an array."""
+    try:
+        return [Row(**item) for item in json.loads(text)]
+    except (ValueError, TypeError) as e:
+        raise TcaError(f"not an array of result rows: {str(e).splitlines()[0]}") from None
 
 
 def _fmt(value: float, unit: str) -> str:

@@ -6,11 +6,22 @@ import textwrap
 from pathlib import Path
 
 from tca import TcaError
-from tca.report import Row
+from tca.common.outfile import writable_file
+from tca.common.report import Row
+
+# Formats written without extra packages; DESIGN.md asks for PNG, the others help papers.
+FORMATS = (".png", ".pdf", ".svg")
+
+
+def check_path(path: str | Path) -> Path:
+    """``path`` if a plot can be written there (see :func:`tca.common.outfile.writable_file`)."""
+    return writable_file(path, "--plot", FORMATS)
 
 
 def plot(rows: list[Row], path: str | Path, title: str) -> None:
-    """Writes one PNG; a second panel holds series in other units (ratios, percentages)."""
+    """Writes one PNG (or PDF, SVG); a second panel holds series in other units (ratios,
+    percentages)."""
+    path = check_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -56,6 +67,6 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
     try:
         fig.savefig(path, dpi=110)
     except OSError as e:
-        raise TcaError(f"cannot write plot {path}: {e.strerror}") from None
+        raise TcaError(f"cannot write plot {path}: {e.strerror or e}") from None
     finally:
         plt.close(fig)

@@ -1,0 +1,53 @@
+"""The ``tca`` command line (DESIGN.md, "Interfaces"): one module per command.
+
+    tca platforms [--show NAME]
+    tca bench dma-bw|pingpong|block-stride|local-copy --platform P [options] [--json]
+                  [--plot FILE.png] [--trace FILE.json]
+    tca run -n N [--fabric shm|sim --platform P] PROGRAM [ARGS...]
+    tca victream bench|optimal ...
+    tca demo [--out DIR]
+
+Errors in input print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tca import TcaError
+from tca.cli import bench, demo, platforms, run, victream
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tca", description="Tightly Coupled Accelerators: simulated platforms and benchmarks."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in (platforms, bench, demo, run, victream):
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    # Commands implemented elsewhere (victream) take the rest of the line as it is, options
+    # in front included.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if not hasattr(args, "rest"):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.rest = extra + args.rest
+    try:
+        return args.func(args)
+    except TcaError as e:
+        print(f"tca: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,164 @@
+"""``tca bench NAME``: the benchmarks of the simulated platforms (and of this host's shm fabric)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tca import TcaError, _native, platforms
+from tca.bench import block_stride, dma_bw, local_copy, pingpong
+from tca.cli.output import add_options, check_files, emit
+from tca.common import report
+from tca.common.progress import progress_bar
+from tca.units import parse_sizes
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="run a benchmark on a simulated platform")
+    bench = p.add_subparsers(dest="benchmark", required=True)
+
+    d = bench.add_parser("dma-bw", help="intra-node DMA bandwidth (seed 000 §4.1, Fig. 4-6)")
+    d.add_argument("--platform", required=True, help="platform name or .toml file")
+    d.add_argument("--experiment", required=True, help="fig4, fig5 or fig6")
+    d.add_argument("--sizes", help="transfer sizes: LOW:HIGH powers of two or a list (fig4, fig5)")
+    add_options(d, trace="write a Chrome trace-event file (Perfetto)")
+    d.set_defaults(func=cmd_dma_bw)
+
+    pp = bench.add_parser("pingpong", help="ping-pong between two nodes (seed 000 Fig. 7-10, 001, 003)")
+    pp.add_argument("--platform", help="platform name or .toml file (--fabric sim)")
+    pp.add_argument(
+        "--fabric",
+        default="sim",
+        choices=["sim", "shm"],
+        help="sim: a simulated platform (default); shm: this machine, beside MPI-3 RMA",
+    )
+    pp.add_argument(
+        "--pair", default="cpu-cpu", help="source-destination memory: cpu-cpu, cpu-gpu, gpu-cpu, gpu-gpu"
+    )
+    pp.add_argument("--mode", default="dma-register", help="pio, dma (chaining) or dma-register")
+    pp.add_argument("--baseline", help="cuda-peer, cuda-peer-uva, mvapich2, mvapich2-gdr (comma list) or all")
+    pp.add_argument("--sizes", help="message sizes: LOW:HIGH powers of two or a list (default 8:4M)")
+    add_options(pp, trace="write a Chrome trace-event file (one size only)")
+    pp.set_defaults(func=cmd_pingpong)
+
+    bs = bench.add_parser(
+        "block-stride", help="3-D stencil face exchange with block-stride DMA (seed 000 §3.7)"
+    )
+    bs.add_argument("--platform", required=True, help="platform name or .toml file")
+    bs.add_argument("--n", help="cube edges N >= 2, a comma list (default 2,4,...,256)")
+    add_options(bs)
+    bs.set_defaults(func=cmd_block_stride)
+
+    lc = bench.add_parser(
+        "local-copy", help="host <-> GPU inside a node, TCA vs cudaMemcpy (seed 003 Fig. 2-3)"
+    )
+    lc.add_argument("--platform", required=True, help="platform name or .toml file")
+    lc.add_argument("--sizes", help="copy sizes: LOW:HIGH powers of two or a list (default 4:4M)")
+    lc.add_argument("--no-baseline", action="store_true", help="leave out the cudaMemcpy model")
+    add_options(lc)
+    lc.set_defaults(func=cmd_local_copy)
+
+
+def run_dma_bw(
+    platform: str, experiment: str, sizes: list[int] | None, trace_path: str | None, show_progress: bool
+) -> tuple[list[report.Row], str]:
+    """The rows and title of one dma-bw experiment (also used by ``tca demo``)."""
+    if experiment not in dma_bw.EXPERIMENTS:
+        raise TcaError(
+            f"unknown experiment '{experiment}' (expected one of: {', '.join(dma_bw.EXPERIMENTS)})"
+        )
+    p = platforms.load(platform)
+    trace = _native.Trace() if trace_path else None
+    with progress_bar(f"dma-bw {experiment}", show_progress) as update:
+        rows = dma_bw.run(p, experiment, sizes, trace, update)
+    if trace is not None:
+        try:
+            trace.write(trace_path)
+        except ValueError as e:
+            raise TcaError(str(e)) from None
+        if trace.dropped:
+            print(
+                f"tca: trace kept the first {trace.span_count} spans, dropped {trace.dropped}",
+                file=sys.stderr,
+            )
+    title = f"tca bench dma-bw {experiment} on {p.name}: {dma_bw.EXPERIMENTS[experiment]}"
+    return rows, title
+
+
+def cmd_dma_bw(args: argparse.Namespace) -> int:
+    sizes = parse_sizes(args.sizes) if args.sizes else None
+    if sizes and args.experiment == "fig6":
+        raise TcaError("--sizes does not apply to fig6 (4 KB transfers, 1-128 descriptors)")
+    check_files(args)
+    rows, title = run_dma_bw(args.platform, args.experiment, sizes, args.trace, not args.json)
+    return emit(rows, title, args)
+
+
+def cmd_pingpong(args: argparse.Namespace) -> int:
+    sizes = parse_sizes(args.sizes) if args.sizes else None
+    check_files(args)
+    if args.fabric == "shm":
+        # This machine, for real: the C ping-pong on the shm fabric beside MPI-3 RMA (Open MPI,
+        # MPICH) and the memcpy / plain-store floors, all in this one run.
+        from tca import shm_bench
+
+        if args.plot or args.trace or args.platform:
+            raise TcaError("--fabric shm takes --sizes and --json only")
+        return shm_bench.main(
+            ["--max", str(max(sizes)) if sizes else "4M"] + (["--json"] if args.json else [])
+        )
+    if args.platform is None:
+        raise TcaError("--platform is required with --fabric sim")
+    baselines = []
+    if args.baseline:
+        from tca.baselines import BASELINES
+
+        names = list(BASELINES) if args.baseline == "all" else args.baseline.split(",")
+        for n in names:
+            if n not in BASELINES:
+                raise TcaError(f"unknown baseline '{n}' (expected {', '.join(BASELINES)} or all)")
+        baselines = names
+    p = platforms.load(args.platform)
+    if args.trace and (sizes is None or len(sizes) != 1):
+        raise TcaError("--trace records one message size: give exactly one with --sizes")
+    with progress_bar(f"pingpong {args.mode} {args.pair}", not args.json) as update:
+        rows = pingpong.run(p, args.pair, args.mode, sizes, baselines, update, trace=args.trace)
+    title = (
+        f"tca bench pingpong on {p.name}: {args.mode} {args.pair}, one-way latency and bandwidth "
+        "(seed 000 §4.2-4.3 method: round trips / 2)"
+    )
+    return emit(rows, title, args)
+
+
+def parse_edges(text: str) -> list[int]:
+    """``--n 2,4,8``: cube edges, each at least 2."""
+    try:
+        edges = [int(t) for t in text.split(",")]
+    except ValueError:
+        raise TcaError(f"bad --n '{text}' (expected a list such as 2,4,8)") from None
+    return edges
+
+
+def cmd_block_stride(args: argparse.Namespace) -> int:
+    edges = parse_edges(args.n) if args.n else None
+    check_files(args)
+    p = platforms.load(args.platform)
+    with progress_bar("block-stride", not args.json) as update:
+        rows = block_stride.run(p, edges, update)
+    title = (
+        f"tca bench block-stride on {p.name}: face exchange of an N^3 cube of doubles (tcaDescSetMemcpy2D)"
+    )
+    return emit(rows, title, args)
+
+
+def cmd_local_copy(args: argparse.Namespace) -> int:
+    sizes = parse_sizes(args.sizes) if args.sizes else None
+    check_files(args)
+    p = platforms.load(args.platform)
+    with progress_bar("local-copy", not args.json) as update:
+        rows = local_copy.run(p, sizes, not args.no_baseline, update)
+    title = (
+        f"tca bench local-copy on {p.name}: host <-> GPU inside a node, "
+        "TCA API vs cudaMemcpy (seed 003 Fig. 2-3)"
+    )
+    return emit(rows, title, args)
