@@ -29,8 +29,14 @@ const PROXY_DONE_WORDS: u64 = 0x40;
 const INTERRUPT_WORD: u64 = 0x7f0;
 const PROXY_TABLE: u64 = 0x800;
 pub(crate) const RESERVED: u64 = 4096;
-/// Bytes of one channel's descriptor table (8,192 descriptors of 32 B).
-pub(crate) const TABLE_BYTES: u64 = 256 * 1024;
+/// Most bytes of one channel's descriptor table (8,192 descriptors of 32 B); less on a node
+/// whose host memory is small (a quarter of it goes to the tables).
+const MAX_TABLE_BYTES: u64 = 256 * 1024;
+
+/// Bytes of each channel's descriptor table on `platform`.
+pub(crate) fn table_bytes(host_bytes: u64, channels: u64) -> u64 {
+    (host_bytes / 4 / channels.max(1)).min(MAX_TABLE_BYTES) / 4096 * 4096
+}
 
 /// What an id given to the model stands for.
 #[derive(Debug, Clone)]
@@ -69,7 +75,7 @@ impl World {
                     DescriptorSource::HostMemory => Source::HostMemory,
                     DescriptorSource::InternalMemory => Source::InternalMemory,
                 };
-                let table = base(self, node) + RESERVED + u64::from(channel) * TABLE_BYTES;
+                let table = base(self, node) + RESERVED + u64::from(channel) * self.table_bytes;
                 let addr = table + u64::from(entry) * self.platform.peach2.descriptor_bytes;
                 work(self, channel, Work::Descriptor { source, addr })
             }

@@ -5,7 +5,7 @@
 //! A request of a rank ([`Op`]) is carried out at the current virtual time; one that must wait
 //! ([`Wait`]) is answered when the simulation reaches the time its condition holds.
 
-use crate::actions::{PendingTable, Pending, RESERVED, TABLE_BYTES};
+use crate::actions::{table_bytes, Pending, PendingTable, RESERVED};
 use crate::memory::Memory;
 use base::{SimTime, Trace};
 use tca_model::platform::Platform;
@@ -106,6 +106,8 @@ pub(crate) struct World {
     alloc: Vec<Allocator>,
     pub(crate) pending: PendingTable,
     pub(crate) markers: Vec<[Marker; CHANNELS]>,
+    /// Bytes of each channel's descriptor table in host memory.
+    pub(crate) table_bytes: u64,
     /// Outputs taken from the cluster and not yet applied (a buffer reused across steps).
     outputs: Vec<(SimTime, Output)>,
     pub(crate) now: SimTime,
@@ -129,6 +131,7 @@ impl World {
             t
         });
         let channels = u64::from(platform.peach2.dma_channels);
+        let table_bytes = table_bytes(cluster.address_map().host_bytes, channels);
         let gpus = platform.gpu.sockets.len();
         Ok(World {
             platform: platform.clone(),
@@ -136,10 +139,11 @@ impl World {
             engines,
             memory: Memory::default(),
             alloc: (0..nodes)
-                .map(|_| Allocator { host_next: RESERVED + channels * TABLE_BYTES, gpu_next: vec![0; gpus] })
+                .map(|_| Allocator { host_next: RESERVED + channels * table_bytes, gpu_next: vec![0; gpus] })
                 .collect(),
             pending: PendingTable::default(),
             markers: vec![[Marker::Idle; CHANNELS]; nodes as usize],
+            table_bytes,
             outputs: Vec::new(),
             now: SimTime::ZERO,
             trace,
@@ -211,7 +215,7 @@ impl World {
                 done(Reply::Bytes(self.memory.read(addr, len).ok_or(TcaError::InvalidHandle)?))
             }
             Op::DescSet { channel, desc } => {
-                if desc.len() as u64 * self.platform.peach2.descriptor_bytes > TABLE_BYTES {
+                if desc.len() as u64 * self.platform.peach2.descriptor_bytes > self.table_bytes {
                     return Err(TcaError::TooLarge.into());
                 }
                 self.engines[engine].set_chain(channel, &desc)?;

@@ -4,6 +4,7 @@
 //! bandwidth, a short DMA run and PIO stores across the cables on the model), or fails with the one-line error naming the file;
 //! it never panics and never runs longer than a few seconds.
 
+#[path = "../../model/tests/common/mod.rs"]
 mod common;
 
 use proptest::prelude::*;
@@ -13,8 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use tca_model::cluster::{run_to_idle, Cluster, Output};
-use tca_model::node::{run_dma, DmaMode, DmaRun, Endpoint};
+use tca_model::{Cluster, Output};
+use tca_proto::DmaMode;
+use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
 use tca_model::platform::limits::{Kind, Limit, Rule};
 use tca_model::platform::Platform;
 use tca_model::router::Target;
@@ -222,11 +224,9 @@ fn check_loaded(p: &Platform) -> Result<(), String> {
     for (mode, count) in [(DmaMode::Chaining, 2), (DmaMode::Register, p.peach2.register_slots.min(2))] {
         let run = DmaRun { src: Endpoint::Gpu(0), dst: Endpoint::Host, mode, size: 4096, count };
         let r = run_dma(p, &run, None).map_err(|e| format!("{mode:?} DMA: {e}"))?;
-        if r.delivered != 4096 * u64::from(count)
-            || r.elapsed == SimTime::ZERO
-            || !(r.bandwidth().is_finite() && r.bandwidth() > 0.0)
+        if r.bytes != 4096 * u64::from(count) || r.elapsed == SimTime::ZERO || !(r.bandwidth().is_finite() && r.bandwidth() > 0.0)
         {
-            return Err(format!("{mode:?} DMA: {} B in {}", r.delivered, r.elapsed));
+            return Err(format!("{mode:?} DMA: {} B in {}", r.bytes, r.elapsed));
         }
     }
     // PIO stores from node 0 to the farthest-numbered node, through the cables.
@@ -234,7 +234,11 @@ fn check_loaded(p: &Platform) -> Result<(), String> {
     let last = p.nodes - 1;
     let dst = cluster.address_map().global(last, Target::Host(4096));
     cluster.pio(SimTime::ZERO, 0, dst, 264, 7).map_err(|e| format!("PIO: {e}"))?;
-    let landed: u64 = run_to_idle(&mut cluster, None)
+    let mut outputs = Vec::new();
+    while cluster.step(None).is_some() {
+        cluster.drain_outputs(&mut outputs);
+    }
+    let landed: u64 = outputs
         .iter()
         .map(|(_, out)| match out {
             Output::PioLanded { id: 7, len, .. } => *len,
