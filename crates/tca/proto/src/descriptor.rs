@@ -15,8 +15,22 @@
 //! ```
 //! The gap of the seed's block-stride mode is `pitch - length`.
 
-/// Size of one descriptor in host memory [bytes].
+use crate::wire::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+
+/// Size of one descriptor in host memory \[bytes\].
 pub const DESCRIPTOR_BYTES: usize = 32;
+
+/// Byte offsets of the fields of the wire form (see the module documentation).
+mod at {
+    pub const SRC: usize = 0;
+    pub const DST: usize = 8;
+    pub const LENGTH: usize = 16;
+    pub const COUNT: usize = 20;
+    pub const FLAGS: usize = 22;
+    pub const SRC_PITCH: usize = 24;
+    pub const DST_PITCH: usize = 28;
+}
+const L: usize = DESCRIPTOR_BYTES;
 
 /// This descriptor ends the chain.
 pub const FLAG_LAST: u16 = 1;
@@ -24,28 +38,43 @@ pub const FLAG_LAST: u16 = 1;
 /// One DMA request: a contiguous copy or a block-stride copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Descriptor {
+    /// Global PCIe address of the first source byte.
     pub src: u64,
+    /// Global PCIe address of the first destination byte.
     pub dst: u64,
     /// Bytes per burst.
     pub length: u32,
     /// Number of bursts.
     pub count: u16,
+    /// [`FLAG_LAST`] or 0.
     pub flags: u16,
+    /// Bytes from one source burst to the next.
     pub src_pitch: u32,
+    /// Bytes from one destination burst to the next.
     pub dst_pitch: u32,
 }
 
 /// A descriptor the DMA controller cannot execute.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DescriptorError {
+    /// Burst length not a multiple of 4 bytes.
     #[error("transfer size {0} B is not a multiple of 4")]
     SizeNotMultipleOf4(u64),
+    /// No byte to move.
     #[error("transfer size is zero")]
     Empty,
+    /// Bursts closer than their length.
     #[error("pitch {pitch} B is smaller than the burst length {length} B: bursts would overlap")]
-    Overlap { pitch: u32, length: u32 },
+    Overlap {
+        /// The pitch.
+        pitch: u32,
+        /// The burst length.
+        length: u32,
+    },
+    /// A pitch not a multiple of 4 bytes.
     #[error("pitch {0} B is not a multiple of 4")]
     PitchNotMultipleOf4(u32),
+    /// Flag bits the controller does not know.
     #[error("unknown descriptor flags {0:#06x}")]
     UnknownFlags(u16),
 }
@@ -100,28 +129,29 @@ impl Descriptor {
 
     /// Writes the 32-byte wire form.
     pub fn encode(&self, out: &mut [u8; DESCRIPTOR_BYTES]) {
-        out[0..8].copy_from_slice(&self.src.to_le_bytes());
-        out[8..16].copy_from_slice(&self.dst.to_le_bytes());
-        out[16..20].copy_from_slice(&self.length.to_le_bytes());
-        out[20..22].copy_from_slice(&self.count.to_le_bytes());
-        out[22..24].copy_from_slice(&self.flags.to_le_bytes());
-        out[24..28].copy_from_slice(&self.src_pitch.to_le_bytes());
-        out[28..32].copy_from_slice(&self.dst_pitch.to_le_bytes());
+        put_u64::<{ at::SRC }, L>(out, self.src);
+        put_u64::<{ at::DST }, L>(out, self.dst);
+        put_u32::<{ at::LENGTH }, L>(out, self.length);
+        put_u16::<{ at::COUNT }, L>(out, self.count);
+        put_u16::<{ at::FLAGS }, L>(out, self.flags);
+        put_u32::<{ at::SRC_PITCH }, L>(out, self.src_pitch);
+        put_u32::<{ at::DST_PITCH }, L>(out, self.dst_pitch);
     }
 
-    /// Reads the 32-byte wire form and validates it.
+    /// Reads the 32-byte wire form and validates it; any byte pattern gives a descriptor or an
+    /// error, never a panic.
+    ///
+    /// # Errors
+    /// What [`Descriptor::validate`] rejects.
     pub fn decode(bytes: &[u8; DESCRIPTOR_BYTES]) -> Result<Self, DescriptorError> {
-        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
-        let u16_at = |o: usize| u16::from_le_bytes(bytes[o..o + 2].try_into().unwrap());
         let d = Descriptor {
-            src: u64_at(0),
-            dst: u64_at(8),
-            length: u32_at(16),
-            count: u16_at(20),
-            flags: u16_at(22),
-            src_pitch: u32_at(24),
-            dst_pitch: u32_at(28),
+            src: get_u64::<{ at::SRC }, L>(bytes),
+            dst: get_u64::<{ at::DST }, L>(bytes),
+            length: get_u32::<{ at::LENGTH }, L>(bytes),
+            count: get_u16::<{ at::COUNT }, L>(bytes),
+            flags: get_u16::<{ at::FLAGS }, L>(bytes),
+            src_pitch: get_u32::<{ at::SRC_PITCH }, L>(bytes),
+            dst_pitch: get_u32::<{ at::DST_PITCH }, L>(bytes),
         };
         d.validate()?;
         Ok(d)
@@ -165,6 +195,18 @@ mod tests {
     }
 
     proptest! {
+        /// Any 32 bytes decode to a valid descriptor that encodes back to the same bytes, or to
+        /// an error; never a panic.
+        #[test]
+        fn garbage_decodes_or_is_rejected(bytes in proptest::array::uniform32(any::<u8>())) {
+            if let Ok(d) = Descriptor::decode(&bytes) {
+                prop_assert!(d.validate().is_ok());
+                let mut again = [0u8; DESCRIPTOR_BYTES];
+                d.encode(&mut again);
+                prop_assert_eq!(again, bytes);
+            }
+        }
+
         /// Bytes moved = width x count; no two bursts overlap on either side.
         #[test]
         fn block_stride_moves_width_times_count_without_overlap(

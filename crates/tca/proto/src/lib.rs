@@ -49,10 +49,13 @@
 //! ```
 //!
 //! Modules: [`error`] result codes; [`handle`] memory handles and their wire form; [`flags`] DMA
-//! flags; [`desc`] descriptor chains; [`engine`] the state machine.
+//! flags; [`desc`] descriptor chains; [`descriptor`] the hardware descriptor and its wire form;
+//! [`engine`] the state machine and [`action`] what it asks of a fabric; [`fabric`] the interface
+//! every fabric implements; [`wire`] fields of wire forms.
 
 #![warn(missing_docs)]
 
+pub mod action;
 pub mod desc;
 pub mod descriptor;
 pub mod engine;
@@ -60,12 +63,13 @@ pub mod fabric;
 pub mod error;
 pub mod flags;
 pub mod handle;
+pub mod wire;
 
 pub use desc::{Desc, DescEntry, DmaMode, REGISTER_REQUESTS};
-pub use engine::{
-    Action, ChannelState, DescriptorSource, Engine, Notify, ProxyDone, ProxyRequest, Token, WaitStatus, Write, CHANNELS,
-    NOTIFY_SLOTS, PROXY_CHANNEL, PROXY_REQUESTS, TOKEN_BYTES,
+pub use action::{
+    Action, ChannelState, DescriptorSource, Notify, ProxyDone, ProxyRequest, Token, WaitStatus, Write, TOKEN_BYTES,
 };
+pub use engine::{Engine, CHANNELS, NOTIFY_SLOTS, PROXY_CHANNEL, PROXY_REQUESTS};
 pub use error::{error_string, result_code, TcaError, TcaResult, TCA_SUCCESS};
 pub use fabric::{Fabric, FabricError, FabricResult, PioRegion};
 pub use flags::DmaFlags;
