@@ -106,8 +106,12 @@ def test_signals_to_the_launcher_reach_the_ranks(tmp_path, sig, ignore_term):
         _, err = launcher.communicate(timeout=30)
         took = time.monotonic() - sent
     finally:
-        if launcher.poll() is None:
+        if launcher.poll() is None:  # a launcher that failed the test leaves nothing behind either
             os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.communicate()
+            for job in {w for f in tmp_path.iterdir() for w in f.read_text().split()[1:]}:
+                for seg in Path("/dev/shm").glob(f"tca-{job}-*"):
+                    seg.unlink(missing_ok=True)
     assert launcher.returncode == 128 + sig, err
     assert f"tca run: got {sig.name}; stopping the ranks" in err
     # Obeying ranks end at once; one that ignores the signal is killed after the grace period.

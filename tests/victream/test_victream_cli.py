@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from tca.victream.optimal import CASES, search
+from tca.victream.apps.optimal import CASES, search
 
 
 def _tca(*args):

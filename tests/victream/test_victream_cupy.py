@@ -4,7 +4,7 @@ printed by ``pytest -rs``); it never passes by doing nothing."""
 from __future__ import annotations
 
 import pytest
-from tca.victream.devices import cupy_available
+from tca.victream.runtime.devices import cupy_available
 
 OK, WHY = cupy_available()
 pytestmark = pytest.mark.skipif(not OK, reason=f"CuPy path needs a GPU: {WHY}")
@@ -16,7 +16,7 @@ MiB = 2**20
 @pytest.mark.parametrize("scheduler", ["fifo", "victream"])
 def test_workloads_on_cupy_match_numpy(name, scheduler):
     from tca.victream import Context
-    from tca.victream import workloads as W
+    from tca.victream.apps import workloads as W
 
     inp = W.make_inputs(name, 8 * MiB, seed=3)
     ctx = Context(2, mode="cupy", device_memory="4MiB", partition_size="256KiB", scheduler=scheduler)

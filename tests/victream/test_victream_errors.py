@@ -1,8 +1,9 @@
-"""Failures: a user function that raises names its task and partition, and the runtime's
-threads stop; bad input gets one line from the CLI."""
+"""Failures: a user function that raises, or returns what its MM does not allow, names its task
+and partition, and the runtime's threads stop; bad input gets one line from the CLI."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -11,7 +12,7 @@ import time
 import numpy as np
 import pytest
 from tca import TcaError
-from tca.victream import Context, UserFunctionError, VirtualGPU
+from tca.victream import MM, Context, UserFunctionError, VirtualGPU
 
 
 def _workers():
@@ -52,9 +53,71 @@ def test_output_larger_than_declared_is_an_error():
     ctx = Context([VirtualGPU("1MiB", "10GB/s", "0us", name="gpu0")], partition_size="4KiB")
     x = ctx.array(np.zeros((100, 4)))
     with pytest.raises(TcaError, match="produced .* B for an output reserved"):
-        x.mapPartitions(
-            lambda v: np.zeros((1000, 4)), __import__("tca.victream", fromlist=["MM"]).MM(ncols=4)
-        ).collect()
+        x.mapPartitions(lambda v: np.zeros((1000, 4)), MM(ncols=4)).collect()
+
+
+def _small_ctx():
+    return Context([VirtualGPU("1MiB", "10GB/s", "0us", name="gpu0")], partition_size="4KiB")
+
+
+def test_host_reducer_error_names_task_and_partition():
+    ctx = _small_ctx()
+    x = ctx.array(np.arange(4000, dtype=np.float64).reshape(-1, 4))  # 4 partitions of 4 KiB
+    calls = []
+
+    def fold(a, b):
+        calls.append(1)
+        if len(calls) == 2:  # folding in partition 2
+            return a / 0 if isinstance(a, int) else 1 // 0
+        return a + b
+
+    with pytest.raises(UserFunctionError) as e:
+        x.reduce(lambda v: v.sum(keepdims=True).ravel(), fold)
+    msg = str(e.value)
+    assert "task reduce#" in msg and "(host reducer)" in msg
+    assert "failed on partition 2: ZeroDivisionError" in msg
+    assert e.value.index == 2 and isinstance(e.value.error, ZeroDivisionError)
+
+
+@pytest.mark.parametrize(
+    "fn,mm,expect",
+    [
+        (lambda v: None, None, "returned None as the result, expected an array for format 'dense'"),
+        (lambda v: v.tolist(), None, "returned a list as the result, expected an array"),
+        (lambda v: float(v.sum()), None, "returned a float as the result"),
+        (lambda v: v.astype(np.float32), None, "returned float32 elements, MM declares float64"),
+        (lambda v: v[:, :2], None, "returned rows of 2 elements, MM declares 4"),
+        (lambda v: np.asarray(v.sum()), None, "returned a 0-dimensional array"),
+        (lambda v: v, MM(format="kv"), "expected a tuple (k, v) for format 'kv'"),
+        (lambda v: (v[:, 0], v[:3, 1]), MM(format="kv"), "returned 128 keys and 3 values"),
+    ],
+)
+def test_map_output_is_checked_against_mm(fn, mm, expect):
+    ctx = _small_ctx()
+    x = ctx.array(np.ones((1024, 4)))  # 8 partitions of 128 rows (4 KiB)
+    with pytest.raises(UserFunctionError) as e:
+        x.map(fn, mm).collect()
+    msg = str(e.value)
+    assert re.match(rf"user function of task map#{x.id + 1} failed on partition {e.value.index}: ", msg), msg
+    assert 0 <= e.value.index < 8
+    assert expect in msg, msg
+
+
+def test_reduce_device_function_returning_a_list_is_rejected():
+    ctx = _small_ctx()
+    x = ctx.array(np.ones((1000, 4)))
+    with pytest.raises(UserFunctionError, match=r"task reduce#\d+ failed on partition \d+: returned a list"):
+        x.reduce(lambda v: [1.0], lambda a, b: a + b)
+
+
+def test_partitions_below_the_minimum_are_rejected():
+    with pytest.raises(TcaError, match="partition_size 64 B is below the minimum partition size of 4096 B"):
+        Context(1, partition_size="64B")
+    ctx = Context(1)
+    with pytest.raises(TcaError, match="partition_size 1 B is below the minimum"):
+        ctx.array(np.zeros((100, 4)), partition_size=1)
+    with pytest.raises(TcaError, match="more than 65536: use larger partitions"):
+        Context(1, mode="sim").virtual("dense", (2**40 // 16, 4), partition_size="4KiB")
 
 
 def _tca(*args):
@@ -67,7 +130,17 @@ def _tca(*args):
         (["victream", "bench", "--workload", "nope"], "unknown workload 'nope'"),
         (["victream", "bench", "--mode", "fpga"], "unknown mode 'fpga'"),
         (["victream", "bench", "--scheduler", "fifo,lifo", "--mode", "sim"], "unknown scheduler 'lifo'"),
-        (["victream", "bench", "--device-memory", "lots"], "bad size 'lots'"),
+        (["victream", "bench", "--device-memory", "lots"], "--device-memory: 'lots' is not a number"),
+        (["victream", "bench", "--mode", "sim", "--partition", "1B"], "--partition 1 B is below the minimum"),
+        (
+            ["victream", "bench", "--mode", "sim", "--device-memory", "1KiB"],
+            "--device-memory 1KiB gives automatic partitions of 64 B (device memory / 16), below the minimum",
+        ),
+        (
+            ["victream", "bench", "--mode", "sim", "--data", "1TiB", "--partition", "4KiB"],
+            "partitions, more than 65536: use larger partitions",
+        ),
+        (["victream", "bench", "--mode", "sim", "--plot", "timeline.txt"], "unsupported extension '.txt'"),
         (["victream", "bench", "--devices", "0"], "--devices must be at least 1"),
         (["victream", "bench", "--mode", "sim", "--device-memory", "1MiB", "--partition", "1MiB"], "needs"),
         (["victream", "optimal", "--workload", "sort"], "unknown case 'sort'"),
@@ -84,7 +157,7 @@ def test_cli_errors_are_one_line(args, msg):
 
 
 def test_cupy_mode_without_a_gpu_is_one_line():
-    from tca.victream.devices import cupy_available
+    from tca.victream.runtime.devices import cupy_available
 
     if cupy_available()[0]:
         pytest.skip("a GPU is usable here: the cupy mode runs in test_victream_cupy.py")

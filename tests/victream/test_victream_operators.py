@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from tca import TcaError
 from tca.victream import MM, Context, VirtualGPU, xp_of
-from tca.victream.formats import PartitionInfo
+from tca.victream.api.formats import PartitionInfo
 
 KiB = 1024
 SIZES = {"in-core": "16MiB", "out-of-core": "40KiB"}
@@ -212,7 +212,7 @@ def test_bad_inputs_are_clear_errors():
         x.join(None, c.array(np.zeros((3, 3))))
     with pytest.raises(TcaError, match="reduceByKey supports"):
         c.kv(np.zeros(3, dtype=np.int64), np.zeros(3)).reduceByKey(lambda a, b: a)
-    with pytest.raises(TcaError, match="bad size"):
+    with pytest.raises(TcaError, match="device memory: 'lots' is not a number"):
         Context(1, device_memory="lots")
     with pytest.raises(TcaError, match="unknown scheduler"):
         Context(1, scheduler="random")
@@ -239,7 +239,7 @@ def test_threaded_runtime_with_room_for_two_partitions(scheduler):
 
 def test_sim_device_with_a_slower_bus_takes_longer():
     """Per-device buses in the cost model (GPUs behind a slower link, e.g. a network)."""
-    from tca.victream import workloads as W
+    from tca.victream.apps import workloads as W
 
     def run(slow_bw):
         devs = [VirtualGPU("64MiB", "6GB/s", name="gpu0"), VirtualGPU("64MiB", slow_bw, name="gpu1")]

@@ -8,18 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tca import TcaError
-from tca.victream.dag import Batch, Partition, Subtask
-from tca.victream.memory import MemoryManager
-from tca.victream.scheduler import POLICIES, Core
-from tca.victream.sim import CostModel, Simulation
+from tca.victream.core.actions import SwapIn
+from tca.victream.core.dag import Batch, HostCopy, Partition, Subtask
+from tca.victream.core.memory import EntryState, MemoryManager
+from tca.victream.core.scheduler import POLICIES, Core, SubtaskState
+from tca.victream.core.spans import Lane
+from tca.victream.sim.cost import CostModel
+from tca.victream.sim.simulation import Simulation
 from victream_helpers import DagBuilder, MiB, simulate
 
 
 def test_memory_manager_asserts_capacity():
     m = MemoryManager(4 * MiB)
-    m.reserve(1, 3 * MiB, "resident")
+    m.reserve(1, 3 * MiB, EntryState.RESIDENT)
     with pytest.raises(AssertionError, match="exceeds capacity"):
-        m.reserve(2, 2 * MiB, "loading")
+        m.reserve(2, 2 * MiB, EntryState.LOADING)
     m.lock(1)
     assert m.evictable() == []
     m.unlock(1)
@@ -29,7 +32,7 @@ def test_memory_manager_asserts_capacity():
 def test_lru_order_and_thresholds():
     m = MemoryManager(10 * MiB, load_threshold=0.7, swap_threshold=0.5)
     for pid in (1, 2, 3):
-        m.reserve(pid, 2 * MiB, "resident")
+        m.reserve(pid, 2 * MiB, EntryState.RESIDENT)
     m.lock(1)
     m.unlock(1)  # 1 is now the most recently used
     assert m.evictable() == [2, 3, 1]
@@ -55,7 +58,7 @@ def test_fig_5_1_local_list_avoids_swapping_out_a_future_input():
         # swap-out starts when 3 of 4 units are used (§5.2.2)
         sim = simulate([_fig_5_1()], policy, [4 * MiB], load=0.75, swap=0.74)
         swapped[policy] = sum(s.swap_out for s in sim.core.stats)
-        t1_out[policy] = [sp for sp in sim.spans if sp.lane == "out" and sp.label == "t1.out"]
+        t1_out[policy] = [sp for sp in sim.spans if sp.lane is Lane.OUT and sp.label == "t1.out"]
     print("swap-out bytes on Fig. 5.1:", swapped)
     assert t1_out["fifo"] and t1_out["locality"]  # task 1's output swapped out before task 4
     assert not t1_out["victream"]
@@ -76,7 +79,7 @@ def test_local_list_definition_fig_5_6():
     assert core.assign(0, 0, sids["x"])
     assert core.assign(0, 1, sids["y"])
     for act in core.poll_actions():  # the two loads complete, x and y are queued
-        if act.__class__.__name__ == "SwapIn":
+        if isinstance(act, SwapIn):
             core.handle_swapin_done(0, act.device, act.pid)
     assert core.local_list(0) == [sids["child_of_x"]]  # Fig. 5.6 (a)
     assert sids["child_of_xy"] not in core.local_list(0) + core.local_list(1)  # Fig. 5.6 (b)
@@ -86,7 +89,7 @@ def _random_dag(draw):
     d = DagBuilder()
     n_src = draw(st.integers(1, 4))
     level = [
-        d.source(draw(st.sampled_from([MiB // 2, MiB])), draw(st.sampled_from(["ram", "file"])))
+        d.source(draw(st.sampled_from([MiB // 2, MiB])), draw(st.sampled_from([HostCopy.RAM, HostCopy.FILE])))
         for _ in range(n_src)
     ]
     produced = list(level)
@@ -120,12 +123,12 @@ def test_random_dags_complete_in_order_within_capacity(data, policy, devices, ca
     d, results = _random_dag(data.draw)
     sim = simulate([d.batch(results)], policy, [cap_mib * MiB] * devices)
     core = sim.core
-    assert core.finished() and all(s == "done" for s in core.state.values())
+    assert core.finished() and all(s is SubtaskState.DONE for s in core.state.values())
     for m in core.mem:
         assert m.peak <= m.capacity
     # every subtask ran after the producers of its inputs (the spans are the executors' timeline)
-    end = {sp.label: sp.end_ps for sp in sim.spans if sp.lane == "run"}
-    start = {sp.label: sp.start_ps for sp in sim.spans if sp.lane == "run"}
+    end = {sp.label: sp.end_ps for sp in sim.spans if sp.lane is Lane.RUN}
+    start = {sp.label: sp.start_ps for sp in sim.spans if sp.lane is Lane.RUN}
     producer = {o: s for s in d.subtasks for o in s.outputs}
     for s in d.subtasks:
         for p in s.inputs:
@@ -162,8 +165,8 @@ def test_subtask_larger_than_device_is_a_clear_error():
 
 
 def test_simulation_is_deterministic():
-    from tca.victream import workloads as W
-    from tca.victream.api import Context
+    from tca.victream.api.context import Context
+    from tca.victream.apps import workloads as W
 
     def once():
         ctx = Context(3, mode="sim", device_memory="64MiB", partition_size="4MiB", scheduler="victream")
@@ -178,8 +181,8 @@ def test_simulation_is_deterministic():
 def test_io_volume_orders_as_the_seed_reports_on_logistic_regression():
     """seed 002 §6.1.2, Fig. 6.6 (a): swap I/O victream <= locality <= fifo (and ptask ~ fifo)
     on the logistic-regression iteration DAG; the seed reports the order, not the bytes."""
-    from tca.victream import workloads as W
-    from tca.victream.api import Context
+    from tca.victream.api.context import Context
+    from tca.victream.apps import workloads as W
 
     swap, time = {}, {}
     for policy in POLICIES:
@@ -234,10 +237,9 @@ def test_cached_partitions_and_sources_persist_between_batches():
     assert core.mem[0].has(s)  # the source stays cached on the device
     assert not core.mem[0].has(out)  # the result went to the host
     first_in = core.stats[0].swap_in
-    d2 = DagBuilder()
-    d2._id = 100
+    d2 = DagBuilder(first_id=100)
     out2 = d2.task("m2", [s])
-    sim.run_batch(Batch([Partition(s, MiB, "ram")] + d2.parts, d2.subtasks, [out2]))
+    sim.run_batch(Batch([Partition(s, MiB, HostCopy.RAM)] + d2.parts, d2.subtasks, [out2]))
     assert core.stats[0].swap_in == first_in  # reused, not loaded again
 
 

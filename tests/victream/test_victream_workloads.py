@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tca.victream import Context, VirtualGPU
-from tca.victream import workloads as W
-from tca.victream.scheduler import POLICIES
+from tca.victream.apps import workloads as W
+from tca.victream.core.scheduler import POLICIES
 
 KiB, MiB = 2**10, 2**20
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tca.victream.dag import Batch, Partition, Subtask
-from tca.victream.scheduler import Core
-from tca.victream.sim import CostModel, Simulation
+from tca.victream.core.dag import Batch, HostCopy, Partition, Subtask
+from tca.victream.core.scheduler import Core
+from tca.victream.sim.cost import CostModel
+from tca.victream.sim.simulation import Simulation
 
 MiB = 2**20
 
@@ -12,16 +13,16 @@ MiB = 2**20
 class DagBuilder:
     """Builds a batch by hand: sources, subtasks (with outputs of ``size`` bytes)."""
 
-    def __init__(self):
+    def __init__(self, first_id: int = 0):
         self.parts: list[Partition] = []
         self.subtasks: list[Subtask] = []
-        self._id = 0
+        self._id = first_id
 
     def _next(self) -> int:
         self._id += 1
         return self._id
 
-    def source(self, size: int = MiB, kind: str = "ram") -> int:
+    def source(self, size: int = MiB, kind: HostCopy = HostCopy.RAM) -> int:
         pid = self._next()
         self.parts.append(Partition(pid, size, kind, f"s{pid}"))
         return pid

@@ -6,18 +6,19 @@
     x = ctx.array(data, partition_size="16MiB")
     total = x.map(lambda a: a * 2).reduce(lambda a: a.sum(keepdims=True).ravel(), lambda a, b: a + b)
 
-See docs/victream.md. Layers: :mod:`grdd` (API), :mod:`analyzer` (DAG analyzer), :mod:`dag` (plain-data
-subtask graph), :mod:`scheduler` (sans-I/O scheduler core), :mod:`memory` (memory manager),
-:mod:`executors` and :mod:`devices` (real runtime), :mod:`sim` (simulation mode),
-:mod:`workloads`, :mod:`optimal`, :mod:`bench`, :mod:`cli`.
+See docs/victream.md. Subpackages: :mod:`~tca.victream.core` (subtask graph, DAG analyzer,
+scheduler core, memory manager: no I/O), :mod:`~tca.victream.runtime` (devices and threaded
+executors), :mod:`~tca.victream.sim` (simulation mode), :mod:`~tca.victream.api` (Context,
+GRDDs, formats) and :mod:`~tca.victream.apps` (workloads, bench, optimal search, CLI).
 """
 
-from tca.victream.analyzer import UserFunctionError
-from tca.victream.api import Context, Summary
-from tca.victream.devices import CupyGPU, VirtualGPU
-from tca.victream.formats import CSR, Grouped, PartitionInfo, xp_of
-from tca.victream.grdd import GRDD, MM
-from tca.victream.scheduler import POLICIES
+from tca.victream.api.context import Context
+from tca.victream.api.formats import CSR, Grouped, PartitionInfo, xp_of
+from tca.victream.api.grdd import GRDD, MM
+from tca.victream.api.kernels import UserFunctionError
+from tca.victream.api.summary import Summary
+from tca.victream.core.scheduler import POLICIES
+from tca.victream.runtime.devices import CupyGPU, VirtualGPU
 
 __all__ = [
     "Context",

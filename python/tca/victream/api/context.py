@@ -7,74 +7,30 @@ be reused by the next (what makes iterative work such as logistic regression pro
 locality-aware scheduler, §6.1.2).
 
 Modes: ``virtual`` (NumPy on :class:`VirtualGPU`), ``cupy`` (CUDA GPUs), ``sim`` (nothing is
-executed; time comes from :class:`tca.victream.sim.CostModel`).
+executed; time comes from :class:`tca.victream.sim.cost.CostModel`).
 """
 
 from __future__ import annotations
 
-import itertools
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from tca import TcaError
-from tca.progress import progress_bar
-from tca.victream import formats as F
-from tca.victream.analyzer import Plan
-from tca.victream.devices import CupyGPU, VirtualGPU, cupy_available, parse_bytes, parse_rate, parse_time
-from tca.victream.grdd import GRDD
-from tca.victream.scheduler import POLICIES, Core
-from tca.victream.sim import PS, CostModel, Simulation
+from tca.common.progress import progress_bar
+from tca.units import parse_bandwidth, parse_bytes, parse_time
+from tca.victream.api import formats as F
+from tca.victream.api.grdd import GRDD
+from tca.victream.api.sources import SourceCatalog
+from tca.victream.api.summary import DeviceSummary, Summary
+from tca.victream.core.analyzer import Plan
+from tca.victream.core.dag import Block, HostCopy
+from tca.victream.core.scheduler import POLICIES, Core
+from tca.victream.runtime.devices import CupyGPU, VirtualGPU, cupy_available
+from tca.victream.sim.cost import PS, CostModel
+from tca.victream.sim.simulation import Simulation
 
 MODES = ("virtual", "cupy", "sim")
-
-
-@dataclass
-class DeviceSummary:
-    name: str
-    swap_in: int  # [B]
-    swap_out: int  # [B]
-    result: int  # [B] action results copied to the host
-    compute_s: float  # time the subtask executor was busy [s]
-    utilisation: float  # compute_s / elapsed
-    subtasks: int
-    peak: int  # peak reserved memory [B]
-    capacity: int  # [B]
-
-
-@dataclass
-class Summary:
-    scheduler: str
-    mode: str
-    elapsed_s: float
-    devices: list[DeviceSummary]
-    spans: list = field(default_factory=list, repr=False)  # timeline (tca.victream.sim.Span)
-
-    @property
-    def swap_in(self) -> int:
-        return sum(d.swap_in for d in self.devices)
-
-    @property
-    def swap_out(self) -> int:
-        return sum(d.swap_out for d in self.devices)
-
-    def text(self) -> str:
-        lines = [
-            f"# {self.scheduler} ({self.mode}): {self.elapsed_s:.3f} s, swap-in {_mib(self.swap_in)}, "
-            f"swap-out {_mib(self.swap_out)}",
-            f"# {'device':<10}{'swap-in':>12}{'swap-out':>12}{'subtasks':>10}{'util':>8}{'peak mem':>12}",
-        ]
-        for d in self.devices:
-            lines.append(
-                f"  {d.name:<10}{_mib(d.swap_in):>12}{_mib(d.swap_out):>12}{d.subtasks:>10}"
-                f"{d.utilisation * 100:>7.1f}%{_mib(d.peak):>12}"
-            )
-        return "\n".join(lines)
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
 
 
 class Context:
@@ -114,73 +70,38 @@ class Context:
         progress: bool = False,
         timeout: float = 600.0,
     ):
-        if mode not in MODES:
-            raise TcaError(f"unknown mode '{mode}' (expected one of: {', '.join(MODES)})")
-        if scheduler not in POLICIES:
-            raise TcaError(f"unknown scheduler '{scheduler}' (expected one of: {', '.join(POLICIES)})")
-        if not (0 < swap_threshold <= load_threshold <= 1):
-            raise TcaError("thresholds must satisfy 0 < swap_threshold <= load_threshold <= 1")
+        _check_choices(mode, scheduler, load_threshold, swap_threshold)
         self.mode, self.scheduler = mode, scheduler
-        self.partition_size = parse_bytes(partition_size)
-        self.kernel_bandwidth = parse_rate(kernel_bandwidth)
+        self.partition_size = F.check_partition_size(parse_bytes(partition_size, "partition_size"))
+        self.kernel_bandwidth = parse_bandwidth(kernel_bandwidth, "kernel_bandwidth")
         self.flops = float(flops)
         self.timeout = float(timeout)
         self.progress = progress
         if isinstance(devices, int):
-            if devices < 1:
-                raise TcaError("devices must be at least 1")
-            if mode == "virtual":
-                devices = [
-                    VirtualGPU(device_memory, bus_bandwidth, bus_latency, compute_speed, f"gpu{i}")
-                    for i in range(devices)
-                ]
-            elif mode == "cupy":
-                ok, why = cupy_available()
-                if not ok:
-                    raise TcaError(f"cupy mode: {why}")
-                devices = [CupyGPU(i % _cuda_count(), device_memory, f"gpu{i}") for i in range(devices)]
-            else:
-                devices = [
-                    VirtualGPU(device_memory, bus_bandwidth, bus_latency, compute_speed, f"gpu{i}")
-                    for i in range(devices)
-                ]
+            devices = _make_devices(devices, mode, device_memory, bus_bandwidth, bus_latency, compute_speed)
         self.devices = list(devices)
         if not self.devices:
             raise TcaError("at least one device is needed")
         if ptask_wait is None:  # "briefly": about two swap-ins of a partition
-            ptask_wait = 2 * (self.partition_size / parse_rate(bus_bandwidth) + parse_time(bus_latency))
+            bus_s = self.partition_size / parse_bandwidth(bus_bandwidth, "bus_bandwidth")
+            ptask_wait = 2 * (bus_s + parse_time(bus_latency, "bus_latency"))
         self._core_args = (
             [d.capacity for d in self.devices],
             scheduler,
             load_threshold,
             swap_threshold,
-            int(parse_time(ptask_wait) * PS),
+            int(parse_time(ptask_wait, "ptask_wait") * PS),
         )
         self.core = Core(*self._core_args)
-        self.cost = CostModel(
-            # each device's own bus (a list lets devices differ, e.g. some behind a network)
-            bus_bandwidth=[
-                float(getattr(d, "bus_bandwidth", parse_rate(bus_bandwidth))) for d in self.devices
-            ],
-            bus_latency=[float(getattr(d, "bus_latency", parse_time(bus_latency))) for d in self.devices],
-            file_read=parse_rate(file_read),
-            file_write=parse_rate(file_write),
-            compute_speed=[getattr(d, "compute_speed", 1.0) for d in self.devices],
-        )
+        self.cost = _cost_model(self.devices, bus_bandwidth, bus_latency, file_read, file_write)
         self.sim = Simulation(self.core, self.cost) if mode == "sim" else None
-        self.host: dict[int, dict] = {}
-        self._loaders: dict[int, callable] = {}
-        self._source_nbytes: dict[int, int] = {}
-        self._source_kind: dict[int, str] = {}
-        self._ids = itertools.count(1)
-        self._cached: dict[int, list[tuple[int, ...]]] = {}
-        self._edge_pids: dict[
-            tuple[int, int], list[tuple[int, int]]
-        ] = {}  # GRDD id -> its partitions, once computed
+        self.host: dict[int, Block] = {}  # host copies of partitions (sources load on demand)
+        self.catalog = SourceCatalog()
+        self.cached: dict[int, list[tuple[int, ...]]] = {}  # GRDD id -> its partitions, once computed
         self.spans: list = []
         self.compute_s = [0.0] * len(self.devices)
         self.elapsed_s = 0.0
-        self._clock_origin = time.perf_counter()
+        self.clock_origin = time.perf_counter()  # time 0 of the threaded runtime's timeline
 
     # ------------------------------------------------------------------ GRDD creation
     def array(
@@ -199,7 +120,7 @@ class Context:
             data.shape,
             lambda r0, r1: {"a": data[r0:r1]},
             partition_size,
-            "ram",
+            HostCopy.RAM,
             partition_rows,
         )
 
@@ -228,7 +149,7 @@ class Context:
             data.shape,
             lambda r0, r1: {"a": np.array(data[r0:r1])},
             partition_size,
-            "file",
+            HostCopy.FILE,
         )
 
     def sparse(self, data, indices, indptr, shape, partition_size=None) -> GRDD:
@@ -238,11 +159,11 @@ class Context:
         if len(indptr) != n + 1 or len(data) != len(indices) or int(indptr[-1]) != len(data):
             raise TcaError("sparse(): inconsistent CSR arrays (indptr needs rows+1 entries ending at nnz)")
         avg_row = max(1, (data.nbytes + indices.nbytes) // max(1, n) + indptr.itemsize)
-        bounds = F.split_rows(n, avg_row, parse_bytes(partition_size or self.partition_size))
+        bounds = F.split_rows(n, avg_row, self._partition_bytes(partition_size))
         pids = []
         for r0, r1 in bounds:
             block = F.csr_rows(data, indices, indptr, r0, r1)
-            pids.append(self._add_source(F.block_nbytes(block), "ram", lambda b=block: b))
+            pids.append(self.catalog.add(F.block_nbytes(block), HostCopy.RAM, lambda b=block: b))
         return GRDD(self, "source", fmts=("sparse",), dtype=data.dtype, bounds=bounds, ncols=m, pids=pids)
 
     def kv(self, keys, values, partition_size=None) -> GRDD:
@@ -251,10 +172,10 @@ class Context:
         if keys.ndim != 1 or keys.shape != values.shape[:1]:
             raise TcaError("kv(): keys must be 1-D and as long as values")
         rec = keys.itemsize + values.itemsize
-        bounds = F.split_rows(len(keys), rec, parse_bytes(partition_size or self.partition_size))
+        bounds = F.split_rows(len(keys), rec, self._partition_bytes(partition_size))
         pids = [
-            self._add_source(
-                (r1 - r0) * rec, "ram", lambda r0=r0, r1=r1: {"k": keys[r0:r1], "v": values[r0:r1]}
+            self.catalog.add(
+                (r1 - r0) * rec, HostCopy.RAM, lambda r0=r0, r1=r1: {"k": keys[r0:r1], "v": values[r0:r1]}
             )
             for r0, r1 in bounds
         ]
@@ -284,14 +205,18 @@ class Context:
         if format == "kv":
             kd = np.dtype(key_dtype)
             rec = kd.itemsize + dt.itemsize
-            bounds = F.split_rows(int(shape[0]), rec, parse_bytes(partition_size or self.partition_size))
-            pids = [self._add_source((r1 - r0) * rec, "file", None) for r0, r1 in bounds]
+            bounds = F.split_rows(int(shape[0]), rec, self._partition_bytes(partition_size))
+            pids = [self.catalog.add((r1 - r0) * rec, HostCopy.FILE, None) for r0, r1 in bounds]
             return GRDD(self, "source", fmts=("kv",), dtype=dt, bounds=bounds, pids=pids, extra=(kd, dt))
         if format not in ("dense", "image"):
             raise TcaError("virtual() supports dense, image and kv")
-        return self._rows_source(format, dt, tuple(shape), None, partition_size, "file", partition_rows)
+        return self._rows_source(
+            format, dt, tuple(shape), None, partition_size, HostCopy.FILE, partition_rows
+        )
 
-    def _rows_source(self, fmt, dtype, shape, loader, partition_size, kind, partition_rows=None) -> GRDD:
+    def _rows_source(
+        self, fmt, dtype, shape, loader, partition_size, kind: HostCopy, partition_rows=None
+    ) -> GRDD:
         dtype = np.dtype(dtype)
         row_elems = int(np.prod(shape[1:])) if len(shape) > 1 else 1
         if partition_rows is not None:
@@ -300,10 +225,10 @@ class Context:
             bounds = F.split_rows(int(shape[0]), 1, int(partition_rows))
         else:
             bounds = F.split_rows(
-                int(shape[0]), row_elems * dtype.itemsize, parse_bytes(partition_size or self.partition_size)
+                int(shape[0]), row_elems * dtype.itemsize, self._partition_bytes(partition_size)
             )
         pids = [
-            self._add_source(
+            self.catalog.add(
                 (r1 - r0) * row_elems * dtype.itemsize,
                 kind,
                 None if loader is None else (lambda r0=r0, r1=r1: loader(r0, r1)),
@@ -312,40 +237,16 @@ class Context:
         ]
         return GRDD(self, "source", fmts=(fmt,), dtype=dtype, bounds=bounds, ncols=row_elems, pids=pids)
 
-    def _source_edges(self, node, rows: int) -> list[tuple[int, int]]:
-        """Top and bottom ``rows`` of each partition of a source GRDD, as small source partitions
-        (created once per GRDD, then reused by every action)."""
-        key = (node.id, rows)
-        if key not in self._edge_pids:
-            row_bytes = node.ncols * node.dtype.itemsize
-            pairs = []
-            for pid in node.pids:
-                load, kind = self._loaders.get(pid), self._source_kind[pid]
-                pair = []
-                for sl in (slice(0, rows), slice(-rows, None)):
-                    loader = (
-                        None if load is None else (lambda load=load, sl=sl: {"a": np.array(load()["a"][sl])})
-                    )
-                    pair.append(self._add_source(rows * row_bytes, kind, loader))
-                pairs.append(tuple(pair))
-            self._edge_pids[key] = pairs
-        return self._edge_pids[key]
+    def _partition_bytes(self, partition_size) -> int:
+        if partition_size is None:
+            return self.partition_size
+        return F.check_partition_size(parse_bytes(partition_size, "partition_size"))
 
-    def _add_source(self, nbytes: int, kind: str, loader) -> int:
-        pid = self._new_id()
-        self._source_nbytes[pid] = int(nbytes)
-        self._source_kind[pid] = kind
-        if loader is not None:
-            self._loaders[pid] = loader
-        return pid
-
-    def _new_id(self) -> int:
-        return next(self._ids)
-
-    def _host_block(self, pid: int) -> dict:
+    def host_block(self, pid: int) -> Block:
+        """The host copy of partition ``pid`` (a source is loaded if it has none yet)."""
         block = self.host.get(pid)
         if block is None:
-            block = self._loaders[pid]()
+            block = self.catalog.load(pid)
         return block
 
     # ------------------------------------------------------------------ running
@@ -354,10 +255,10 @@ class Context:
         MM cost factor, plus ``flops`` at the context's flop rate."""
         return in_bytes / self.kernel_bandwidth * factor + flops / self.flops
 
-    def _run(self, node: GRDD, action: str):
-        plan = Plan(self, self.mode == "sim")
+    def run_action(self, node: GRDD, action: str) -> list[Block] | None:
+        """Runs the DAG under ``node`` for an action; the result blocks (None in sim mode)."""
+        plan = Plan(self)
         batch = plan.start(node, action)
-        start = time.perf_counter()
         if self.sim is not None:
             t0 = self.sim.now
             self.sim.file_results |= plan.file_results
@@ -365,8 +266,9 @@ class Context:
             self.elapsed_s += (self.sim.now - t0) / PS
             self.spans = self.sim.spans
             return None
-        from tca.victream.executors import ThreadedRuntime
+        from tca.victream.runtime.threaded import ThreadedRuntime
 
+        start = time.perf_counter()
         try:
             with progress_bar(f"victream {action}", self.progress) as update:
                 ThreadedRuntime(self).run(plan, batch, update)
@@ -374,11 +276,11 @@ class Context:
             self._reset()  # the failed run's subtasks and device contents are discarded
             raise
         self.elapsed_s += time.perf_counter() - start
-        out = [self._host_block(pid) for pid in plan.result_pids]
+        out = [self.host_block(pid) for pid in plan.result_pids]
         # host copies of intermediate partitions are no longer needed
         for pid in list(self.host):
             ps = self.core.parts.get(pid)
-            if pid not in self._source_nbytes and not (ps is not None and ps.persistent):
+            if pid not in self.catalog and not (ps is not None and ps.persistent):
                 del self.host[pid]
         return out
 
@@ -409,20 +311,58 @@ class Context:
         self.close()
         self.core = Core(*self._core_args)
         self.core.stats = stats
-        self._cached.clear()
-        for pid in [p for p in self.host if p not in self._source_nbytes]:
+        self.cached.clear()
+        for pid in [p for p in self.host if p not in self.catalog]:
             del self.host[pid]
 
     def close(self) -> None:
         for d in self.devices:
-            for pid in list(getattr(d, "_data", {})):
-                d.free(pid)
+            d.clear()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_choices(mode: str, scheduler: str, load_threshold: float, swap_threshold: float) -> None:
+    if mode not in MODES:
+        raise TcaError(f"unknown mode '{mode}' (expected one of: {', '.join(MODES)})")
+    if scheduler not in POLICIES:
+        raise TcaError(f"unknown scheduler '{scheduler}' (expected one of: {', '.join(POLICIES)})")
+    if not (0 < swap_threshold <= load_threshold <= 1):
+        raise TcaError("thresholds must satisfy 0 < swap_threshold <= load_threshold <= 1")
+
+
+def _make_devices(n: int, mode: str, memory, bus_bandwidth, bus_latency, compute_speed) -> list:
+    """``n`` generated devices: CUDA GPUs (shared round-robin) in cupy mode, else VirtualGPUs
+    (in sim mode they only describe capacity, bus and speed)."""
+    if n < 1:
+        raise TcaError("devices must be at least 1")
+    if mode == "cupy":
+        ok, why = cupy_available()
+        if not ok:
+            raise TcaError(f"cupy mode: {why}")
+        return [CupyGPU(i % _cuda_count(), memory, f"gpu{i}") for i in range(n)]
+    return [VirtualGPU(memory, bus_bandwidth, bus_latency, compute_speed, f"gpu{i}") for i in range(n)]
+
+
+def _cost_model(devices, bus_bandwidth, bus_latency, file_read, file_write) -> CostModel:
+    """The simulated durations; each device's own bus (devices may differ, e.g. some behind a
+    network), the context's values for devices that have none (CUDA GPUs)."""
+    return CostModel(
+        bus_bandwidth=[
+            float(getattr(d, "bus_bandwidth", parse_bandwidth(bus_bandwidth, "bus_bandwidth")))
+            for d in devices
+        ],
+        bus_latency=[
+            float(getattr(d, "bus_latency", parse_time(bus_latency, "bus_latency"))) for d in devices
+        ],
+        file_read=parse_bandwidth(file_read, "file_read"),
+        file_write=parse_bandwidth(file_write, "file_write"),
+        compute_speed=[getattr(d, "compute_speed", 1.0) for d in devices],
+    )
 
 
 def _cuda_count() -> int:

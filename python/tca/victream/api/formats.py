@@ -1,7 +1,7 @@
 """Data formats of GRDDs and how their partitions look to user functions (seed 002 §5.3.1-5.3.2,
 Fig. 5.4: the runtime manages partitions according to the GRDD's data format).
 
-A partition is stored as a *block* (named arrays, :data:`tca.victream.dag.Block`); a user
+A partition is stored as a *block* (named arrays, :data:`tca.victream.core.dag.Block`); a user
 function sees a *view* of it:
 
 ============  ===============================  ==========================================
@@ -75,6 +75,11 @@ class PartitionInfo:
     total_rows: int
 
 
+def to_host(a) -> np.ndarray:
+    """A NumPy copy of a NumPy or CuPy array."""
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
 def block_nbytes(block: dict) -> int:
     return int(sum(a.nbytes for a in block.values()))
 
@@ -91,31 +96,29 @@ def to_view(fmt: str, block: dict, ncols: int = 0):
     raise TcaError(f"unknown format '{fmt}'")
 
 
-def from_view(fmt: str, obj, task: str) -> dict:
-    """The block of what a user function returned, checked against the output format."""
-    try:
-        if fmt in ("dense", "image", "value"):
-            if not hasattr(obj, "shape"):
-                xp = np
-                obj = xp.asarray(obj)
-            return {"a": obj}
-        if fmt == "sparse":
-            return {"data": obj[0], "indices": obj[1], "indptr": obj[2]}
-        if fmt == "kv":
-            k, v = obj
-            return {"k": k, "v": v}
-        if fmt == "grouped":
-            return {"k": obj[0], "off": obj[1], "v": obj[2]}
-    except (TypeError, ValueError, IndexError) as e:
-        raise TcaError(f"task {task}: the function's result does not fit format '{fmt}': {e}") from None
-    raise TcaError(f"unknown format '{fmt}'")
+MIN_PARTITION_BYTES = 4096  # smaller partitions cost more in scheduling than they move
+MAX_PARTITIONS = 65536  # per GRDD: bounds the scheduler's work and memory
+
+
+def check_partition_size(nbytes: int, what: str = "partition_size") -> int:
+    """``nbytes`` if it is a sensible partition size, else a one-line TcaError."""
+    if nbytes < MIN_PARTITION_BYTES:
+        raise TcaError(f"{what} {nbytes} B is below the minimum partition size of {MIN_PARTITION_BYTES} B")
+    return nbytes
 
 
 def split_rows(n_rows: int, row_bytes: int, partition_bytes: int) -> list[tuple[int, int]]:
-    """Row ranges of about ``partition_bytes`` each (at least one row per partition)."""
+    """Row ranges of about ``partition_bytes`` each (at least one row per partition), at most
+    :data:`MAX_PARTITIONS` of them."""
     if n_rows <= 0:
         raise TcaError("a GRDD needs at least one row")
     per = max(1, partition_bytes // max(1, row_bytes))
+    count = -(-n_rows // per)
+    if count > MAX_PARTITIONS:
+        raise TcaError(
+            f"{n_rows} rows of {row_bytes} B in partitions of {per} rows make {count} partitions, "
+            f"more than {MAX_PARTITIONS}: use larger partitions"
+        )
     return [(s, min(n_rows, s + per)) for s in range(0, n_rows, per)]
 
 

@@ -2,10 +2,8 @@
 
 Transformations (``map``, ``zip``, ``mapPartitions``, ``groupByKey``, ``reduceByKey``, ``join``)
 only record a node; actions (``reduce``, ``collect``, ``outputFile``) hand the graph to the
-context, which runs it. :class:`Plan` is the DAG analyzer: it expands nodes into one subtask per
-partition. Multi-step tasks (groupByKey / reduceByKey: sort each partition, then split by key
-range, then merge) learn their number of output partitions only when the sort step is done;
-their subtasks, and those of every node downstream, are created then (``Plan.on_done``).
+context, which runs it. The DAG analyzer (:mod:`tca.victream.core.analyzer`) expands the nodes
+into one subtask per partition.
 """
 
 from __future__ import annotations
@@ -17,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from tca import TcaError
-from tca.victream import formats as F
+from tca.victream.api import formats as F
+from tca.victream.api.kernels import UserFunctionError
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class GRDD:
         self.ctx, self.kind, self.parents, self.fn, self.mm = ctx, kind, parents, fn, mm or MM()
         self.fmts, self.dtype, self.bounds, self.ncols = fmts, np.dtype(dtype), bounds, ncols
         self.pids, self.extra = pids, extra
-        self.id = ctx._new_id()
+        self.id = ctx.catalog.new_id()
         self.cached = False
         # rows of each partition's top and bottom edge that a stencil consumer needs (MM.halo):
         # the subtasks producing this GRDD also emit them as small partitions (seed 002 §5.3.2)
@@ -210,25 +209,32 @@ class GRDD:
             bounds=self.bounds,
             ncols=0,
         )
-        parts = self.ctx._run(node, "reduce")
+        parts = self.ctx.run_action(node, "reduce")
         if parts is None:
             return None
-        import functools
-
-        return functools.reduce(f_host, [F.to_view("value", b) for b in parts])
+        values = [F.to_view("value", b) for b in parts]
+        acc = values[0]
+        for i, v in enumerate(values[1:], start=1):
+            try:
+                acc = f_host(acc, v)
+            except Exception as e:  # name the task and the partition folded in
+                raise UserFunctionError(
+                    f"reduce#{node.id} (host reducer)", i, f"{type(e).__name__}: {e}", e
+                ) from e
+        return acc
 
     def collect(self):
         """The whole GRDD on the host (concatenated in partition order). None in sim mode."""
         if len(self.fmts) != 1:
             raise TcaError("collect a zipped GRDD by mapping it first")
-        parts = self.ctx._run(self, "collect")
+        parts = self.ctx.run_action(self, "collect")
         return None if parts is None else _concat(self.format, parts, self.ncols)
 
     def outputFile(self, path: str) -> None:  # noqa: N802
         """Writes the GRDD to ``path`` (.npy for arrays, .npz for sparse / key-value formats)."""
         if len(self.fmts) != 1:
             raise TcaError("outputFile of a zipped GRDD: map it first")
-        parts = self.ctx._run(self, "outputFile")
+        parts = self.ctx.run_action(self, "outputFile")
         if parts is None:
             return
         data = _concat(self.format, parts, self.ncols)

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tca import TcaError
-from tca.report import Row
-from tca.victream import workloads as W
-from tca.victream.api import Context, Summary
-from tca.victream.devices import parse_bytes
-from tca.victream.scheduler import POLICIES
+from tca.common.report import Row
+from tca.units import parse_bytes
+from tca.victream.api.context import Context
+from tca.victream.api.formats import MIN_PARTITION_BYTES, check_partition_size
+from tca.victream.api.summary import Summary
+from tca.victream.apps import workloads as W
+from tca.victream.core.scheduler import POLICIES
 
 # What the seed reports for the comparison of schedulers (4 x K20, §6.1.2 and §6.1.1).
 SEED_CLAIMS = {
@@ -47,9 +49,17 @@ class BenchConfig:
     check: bool = False
 
     def partition_bytes(self) -> int:
-        if self.partition == "auto":  # the seed's ~256 MB, but at least 16 partitions per device
-            return min(256 * 2**20, parse_bytes(self.device_memory) // 16)
-        return parse_bytes(self.partition)
+        if self.partition != "auto":
+            return check_partition_size(parse_bytes(self.partition, "--partition"), "--partition")
+        # the seed's ~256 MB, but at least 16 partitions per device
+        size = min(256 * 2**20, parse_bytes(self.device_memory, "--device-memory") // 16)
+        if size < MIN_PARTITION_BYTES:
+            raise TcaError(
+                f"--device-memory {self.device_memory} gives automatic partitions of {size} B "
+                f"(device memory / 16), below the minimum of {MIN_PARTITION_BYTES} B: "
+                "give more device memory or --partition"
+            )
+        return size
 
 
 def run(cfg: BenchConfig, progress: bool = False) -> list[Summary]:
@@ -64,7 +74,9 @@ def run(cfg: BenchConfig, progress: bool = False) -> list[Summary]:
         if cfg.workload in ("sort", "pansharpen"):
             raise TcaError(f"--iterations does not apply to {cfg.workload}")
         kw["iterations"] = cfg.iterations
-    inputs = W.make_inputs(cfg.workload, parse_bytes(cfg.data), cfg.seed, real=cfg.mode != "sim", **kw)
+    partition = cfg.partition_bytes()
+    data = parse_bytes(cfg.data, "--data")
+    inputs = W.make_inputs(cfg.workload, data, cfg.seed, real=cfg.mode != "sim", **kw)
     ref = W.reference(inputs) if cfg.check and cfg.mode != "sim" else None
     out = []
     for s in cfg.schedulers:
@@ -76,7 +88,7 @@ def run(cfg: BenchConfig, progress: bool = False) -> list[Summary]:
             bus_latency=cfg.bus_latency,
             compute_speed=cfg.compute_speed,
             scheduler=s,
-            partition_size=cfg.partition_bytes(),
+            partition_size=partition,
             progress=progress,
         )
         try:

@@ -10,16 +10,15 @@ tca victream optimal --workload logreg|blur4|blur5|matmul|all --mode sim [--json
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from tca import TcaError
-from tca.report import Row, to_json
-from tca.victream import bench
-from tca.victream.api import MODES
-from tca.victream.devices import parse_bytes
-from tca.victream.scheduler import POLICIES
-from tca.victream.workloads import WORKLOADS
+from tca.common.report import Row, to_json
+from tca.units import parse_bytes
+from tca.victream.api.context import MODES
+from tca.victream.apps import bench
+from tca.victream.apps.workloads import WORKLOADS
+from tca.victream.core.scheduler import POLICIES
 
 
 def add_parser(subparsers) -> None:
@@ -62,7 +61,7 @@ def add_parser(subparsers) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.mode == "auto":
-        from tca.victream.devices import cupy_available
+        from tca.victream.runtime.devices import cupy_available
 
         args.mode = "cupy" if cupy_available()[0] else "virtual"
     if args.mode not in MODES:
@@ -71,8 +70,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise TcaError("--devices must be at least 1")
     if args.iterations is not None and args.iterations < 1:
         raise TcaError("--iterations must be at least 1")
-    for v in (args.device_memory, args.data):
-        parse_bytes(v)
+    parse_bytes(args.device_memory, "--device-memory")
+    parse_bytes(args.data, "--data")
+    if args.plot:
+        from tca.common.plot import check_path
+
+        check_path(args.plot)  # before the benchmark runs: a bad path costs nothing
     cfg = bench.BenchConfig(
         workload=args.workload,
         devices=args.devices,
@@ -92,7 +95,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise TcaError("--scheduler needs at least one scheduler")
     summaries = bench.run(cfg, progress=not args.json)
     if args.plot:
-        from tca.victream.timeline import plot
+        from tca.victream.apps.timeline import plot
 
         plot(summaries, args.plot, f"tca victream bench {cfg.workload} ({cfg.mode}, {cfg.devices} devices)")
     if args.json:
@@ -105,7 +108,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_optimal(args: argparse.Namespace) -> int:
-    from tca.victream.optimal import CASES, search
+    from tca.victream.apps.optimal import CASES, search
 
     if args.mode != "sim":
         raise TcaError("the optimal-schedule search runs in sim mode only (--mode sim)")
@@ -163,7 +166,3 @@ def cmd_optimal(args: argparse.Namespace) -> int:
             "matrix multiplication +10 %)."
         )
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(0)

@@ -21,10 +21,11 @@ import sys
 from dataclasses import dataclass
 
 from tca import TcaError
-from tca.victream import workloads as W
-from tca.victream.api import Context
-from tca.victream.scheduler import Core
-from tca.victream.sim import PS, Simulation
+from tca.victream.api.context import Context
+from tca.victream.apps import workloads as W
+from tca.victream.core.scheduler import ORACLE, Core
+from tca.victream.sim.cost import PS
+from tca.victream.sim.simulation import Simulation
 
 MB = 10**6
 
@@ -71,8 +72,12 @@ class Result:
         return 1.0 - self.victream_s / self.worst_s
 
 
-class _Recorder(Simulation):
+class Recorder(Simulation):
     """A simulation that also keeps every batch it runs (for the replays of the search)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.batches = []
 
     def run_batch(self, batch, on_done=None):
         self.batches.append(batch)
@@ -111,60 +116,48 @@ def _inputs(case: Case):
 def record(case: Case, scheduler: str = "victream"):
     """Runs the case with ``scheduler`` in simulation; returns (time [s], the batches)."""
     ctx = _context(case, scheduler)
-    ctx.sim = _Recorder(ctx.core, ctx.cost, record=False)
-    ctx.sim.batches = []
+    ctx.sim = Recorder(ctx.core, ctx.cost, record=False)
     W.run(ctx, _inputs(case))
     return ctx.sim.now / PS, ctx.sim.batches, ctx
 
 
 def _key(sim: Simulation, bi: int, g: int):
+    """The simulator state relative to now: equal keys have equal futures."""
     core, now = sim.core, sim.now
-    heap = tuple(sorted((t - now, kind, args) for t, _, kind, args in sim._heap))
     busy = tuple(sorted((k, v - now) for k, v in sim.busy_until.items() if v > now))
     mems = tuple(
-        tuple(
-            (pid, e.nbytes, e.state, e.locks, e.out)
-            for pid, e in sorted(m.entries.items(), key=lambda kv: kv[1].tick)
-        )
+        tuple((pid, e.nbytes, e.state.value, e.locks, e.out and e.out.value) for pid, e in m.entries.items())
         for m in core.mem
     )
-    states = tuple(sorted(core.state.items()))
+    states = tuple(sorted((sid, s.value) for sid, s in core.state.items()))
     queued = tuple(tuple(q) for q in core.queued)
     pf = tuple(
         None if p is None else (p.sid, tuple(p.waiting), tuple(sorted(p.loading))) for p in core.prefetch
     )
-    hosts = tuple(sorted((pid, ps.host, ps.dead, ps.nbytes) for pid, ps in core.parts.items()))
-    return (bi, g, heap, busy, mems, states, queued, pf, hosts, tuple(sorted(core._passed)))
-
-
-def _fits(core: Core, g: int, sid: int) -> bool:
-    """Whether ``core.assign(g, sid)`` would succeed now (the same test, without side effects)."""
-    st, mem = core.subtasks[sid], core.mem[g]
-    ins = list(dict.fromkeys(st.inputs))
-    to_load = [p for p in ins if not mem.has(p) or mem.entries[p].out == "evict"]
-    need = sum(core.parts[p].nbytes for p in to_load) + sum(core.parts[o].nbytes for o in st.outputs)
-    avail = mem.free + mem.evicting + sum(mem.entries[v].nbytes for v in mem.evictable(set(ins)))
-    return avail >= need
+    hosts = tuple(
+        sorted((pid, ps.host and ps.host.value, ps.dead, ps.nbytes) for pid, ps in core.parts.items())
+    )
+    return (bi, g, sim.in_flight(), busy, mems, states, queued, pf, hosts, tuple(sorted(core.declined)))
 
 
 def search(case: Case, limit_states: int = 2_000_000) -> Result:
     """Shortest and longest completion over all schedules of ``case``, and Victream's time."""
     victream_s, batches, ctx = record(case, "victream")
-    core = Core([case.capacity] * case.devices, "oracle", case.load_threshold, case.swap_threshold)
+    core = Core([case.capacity] * case.devices, ORACLE, case.load_threshold, case.swap_threshold)
     sim = Simulation(core, ctx.cost, record=False)
     memo: dict = {}
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
     def solve(sim: Simulation, bi: int) -> tuple[int, int]:
         while True:
-            d = sim.run_until_decision()
-            if d is not None:
+            g = sim.run_until_decision()
+            if g is not None:
                 break
             bi += 1
             if bi >= len(batches):
                 return sim.now, sim.now
             sim.core.submit(batches[bi])
-        g, glob, local = d
+        glob, local = sim.core.candidates(g)
         t0 = sim.now
         key = _key(sim, bi, g)
         if key in memo:
@@ -175,7 +168,7 @@ def search(case: Case, limit_states: int = 2_000_000) -> Result:
         lo, hi = None, None
         waited = False
         for c in sorted(set(glob) | set(local)):
-            fits = _fits(sim.core, g, c)
+            fits = sim.core.fits(g, c)
             if not fits:  # every candidate that does not fit yet leads to the same state: g waits
                 if waited:
                     continue

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tca import TcaError
+from tca.victream.core.spans import Lane
 
-LANES = ("in", "run", "out")
-COLORS = {"in": "C0", "run": "C2", "out": "C3", "file-read": "C7", "file-write": "C8"}
+LANES = (Lane.IN, Lane.RUN, Lane.OUT)
+COLORS = {Lane.IN: "C0", Lane.RUN: "C2", Lane.OUT: "C3", Lane.FILE_READ: "C7", Lane.FILE_WRITE: "C8"}
 
 
 def plot(summaries, path: str | Path, title: str) -> None:
@@ -34,7 +35,7 @@ def plot(summaries, path: str | Path, title: str) -> None:
                     if sp.device == g and sp.lane == lane
                 ]
                 ax.broken_barh(spans, (y + 0.1, 0.8), color=COLORS[lane])
-                labels.append(f"{d.name} {lane}")
+                labels.append(f"{d.name} {lane.value}")
                 y += 1
         ax.set_yticks([i + 0.5 for i in range(y)], labels, fontsize=7)
         ax.set_ylim(0, y)

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from tca import TcaError
-from tca.victream.formats import xp_of
-from tca.victream.grdd import MM
+from tca.victream.api.formats import xp_of
+from tca.victream.api.grdd import MM
 
 WORKLOADS = ("logreg", "sort", "blur", "matmul", "pansharpen")
 

@@ -14,10 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 Block = dict[str, Any]
 """A partition's data: named arrays (NumPy on the host, NumPy or CuPy on a device)."""
+
+
+class HostCopy(Enum):
+    """Where the host copy of a partition lives."""
+
+    RAM = "ram"  # host memory
+    FILE = "file"  # still in its input file: the first swap-in reads it (Table 6.1 file read)
 
 
 @dataclass(frozen=True)
@@ -26,14 +34,13 @@ class Partition:
 
     ``nbytes`` is the size [bytes] the memory manager reserves for it on a device; for the output
     of a subtask it is the MM output size (an upper bound, shrunk to the real size once produced).
-    ``source`` says where the host copy lives before any subtask runs: ``"file"`` (read from a
-    file on first use; the simulator charges the file read throughput of seed 002 Table 6.1),
-    ``"ram"`` (a host array), or ``None`` for a partition that a subtask produces.
+    ``source`` says where the host copy lives before any subtask runs (:class:`HostCopy`), or
+    ``None`` for a partition that a subtask produces.
     """
 
     pid: int
     nbytes: int
-    source: str | None = None
+    source: HostCopy | None = None
     label: str = ""
     persist: bool = False  # a cached GRDD's partition: kept across actions like a source
 

@@ -1,8 +1,8 @@
 """The Victream scheduler as a state machine with no I/O (seed 002 §5.4, Fig. 5.5-5.8).
 
 Contract: deterministic; owns no clock, thread or device. Time ``now`` [ps] is an argument.
-The same object drives real devices (:mod:`tca.victream.executors`), the simulator
-(:mod:`tca.victream.sim`) and the optimal-schedule search (:mod:`tca.victream.optimal`).
+The same object drives real devices (:mod:`tca.victream.runtime`), the simulator
+(:mod:`tca.victream.sim`) and the optimal-schedule search (:mod:`tca.victream.apps.optimal`).
 
 Call order::
 
@@ -16,12 +16,16 @@ Call order::
         core.handle_timeout(now)             # when poll_timeout() has passed (ptask only)
     until core.finished()
 
+``schedule`` is ``poll_decision`` / ``pick`` / ``assign`` (or ``decline``) in a loop; a driver
+that makes the choices itself (the optimal search) calls those one by one.
+
 State (per device ``g``): a memory manager (capacity, thresholds, locks, LRU), the subtasks
 queued on ``g`` in FIFO order (the subtask executor runs them serially), and at most one
 *prefetch*: the subtask chosen last, whose input swap-ins are in flight; scheduling on ``g``
 waits until they complete (§5.4.2). Global: the *global list* (subtasks whose parents are all
-done, schedulable on any device) and, computed on demand, each device's *local list* (subtasks
-whose unfinished parents are all queued on ``g``, schedulable only there; Fig. 5.6).
+done, schedulable on any device, :class:`ReadyList`) and, computed on demand, each device's
+*local list* (subtasks whose unfinished parents are all queued on ``g``, schedulable only
+there; Fig. 5.6).
 
 Schedulers (``POLICIES``), all on the same prefetching pipeline:
   fifo      the oldest subtask of the global list (§6.1 baseline).
@@ -30,57 +34,36 @@ Schedulers (``POLICIES``), all on the same prefetching pipeline:
   locality  the subtask of the global list with the least swap I/O (§5.4.1, "拡張前").
   victream  the least swap I/O over the global list and this device's local list; on a tie the
             local list wins (Fig. 5.8: global only if ``glob_min < local_min``).
-Swap I/O of a subtask on ``g`` = bytes to load + bytes another device must write back first +
-dirty bytes that must be swapped out of ``g`` to make room (§5.4.1). Ties: the earlier entry
-into the global list, then the lower subtask id.
+Swap I/O: :mod:`tca.victream.core.policy`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 from tca import TcaError
-from tca.victream.dag import Batch, Subtask
-from tca.victream.memory import MemoryManager
+from tca.victream.core import policy
+from tca.victream.core.actions import Action, Drop, Run, SwapIn, SwapOut
+from tca.victream.core.dag import Batch, HostCopy, Subtask
+from tca.victream.core.memory import EntryState, MemoryManager, SwapOutKind
+from tca.victream.core.ready import ReadyList
 
 POLICIES = ("fifo", "ptask", "locality", "victream")
+ORACLE = "oracle"  # choices made from outside (the optimal search); schedule() is not used
 
 
-@dataclass(frozen=True)
-class SwapIn:
-    device: int
-    pid: int
-    nbytes: int
-    from_file: bool  # the host copy is still in its file (first read)
-
-
-@dataclass(frozen=True)
-class SwapOut:
-    device: int
-    pid: int
-    nbytes: int
-    keep: bool  # True: write back and keep the device copy; False: free it afterwards
-    result: bool  # the data an action returns (not counted as swap I/O)
-
-
-@dataclass(frozen=True)
-class Drop:
-    """Free a device copy at once (the host has the data, or nobody needs it any more)."""
-
-    device: int
-    pid: int
-
-
-@dataclass(frozen=True)
-class Run:
-    device: int
-    sid: int
+class SubtaskState(Enum):
+    PENDING = "pending"  # waiting for its parents, or in the global list
+    PREFETCH = "prefetch"  # chosen for a device; its inputs are being loaded
+    QUEUED = "queued"  # in the device's FIFO queue (or running)
+    DONE = "done"
 
 
 @dataclass
 class PartState:
     nbytes: int
-    host: str | None  # None (only on a device) | "ram" | "file"
+    host: HostCopy | None  # None: only on a device (or not produced yet)
     producer: int | None
     label: str
     consumers: set[int] = field(default_factory=set)
@@ -100,7 +83,9 @@ class DeviceStats:
 
 
 @dataclass
-class _Prefetch:
+class Prefetch:
+    """The subtask a device chose last, and its inputs still to load / being loaded."""
+
     sid: int
     waiting: list[int]  # inputs still to load, in order
     loading: set[int] = field(default_factory=set)
@@ -117,7 +102,7 @@ class Core:
         swap_threshold: float = 0.5,
         ptask_wait_ps: int = 2_000_000_000,
     ):
-        if policy not in POLICIES and policy != "oracle":
+        if policy not in POLICIES and policy != ORACLE:
             raise TcaError(f"unknown scheduler '{policy}' (expected one of: {', '.join(POLICIES)})")
         if not capacities:
             raise TcaError("at least one device is needed")
@@ -127,19 +112,18 @@ class Core:
         self.ptask_wait_ps = ptask_wait_ps
         self.parts: dict[int, PartState] = {}
         self.subtasks: dict[int, Subtask] = {}
-        self.state: dict[int, str] = {}  # sid -> pending | prefetch | queued | done
+        self.state: dict[int, SubtaskState] = {}
         self.device_of: dict[int, int] = {}
         self.unfinished_parents: dict[int, set[int]] = {}
         self.children: dict[int, set[int]] = {}
-        self.ready: dict[int, int] = {}  # the global list: sid -> entry sequence number
+        self.ready = ReadyList()  # the global list
         self.queued: list[list[int]] = [[] for _ in capacities]
-        self.prefetch: list[_Prefetch | None] = [None for _ in capacities]
+        self.prefetch: list[Prefetch | None] = [None for _ in capacities]
         self.pending = 0  # subtasks not done
         self.inflight = 0  # swap-ins, swap-outs and runs issued and not reported done
-        self._seq = 0
-        self._passed: set[int] = set()  # devices that declined in the current pass
-        self._ptask_since: dict[int, int] = {}
-        self._out: list = []
+        self.declined: set[int] = set()  # devices that declined in the current pass
+        self.ptask_since: dict[int, int] = {}  # head subtask -> when ptask started waiting
+        self._out: list[Action] = []
 
     # ----------------------------------------------------------------- getters
     @property
@@ -155,40 +139,37 @@ class Core:
         found = set()
         for parent in self.queued[g]:
             for c in self.children.get(parent, ()):
-                if self.state[c] == "pending" and c not in self.ready and self.unfinished_parents[c] <= on_g:
+                if (
+                    self.state[c] is SubtaskState.PENDING
+                    and c not in self.ready
+                    and self.unfinished_parents[c] <= on_g
+                ):
                     found.add(c)
         return sorted(found)
 
     def global_list(self) -> list[int]:
-        return sorted(self.ready, key=self.ready.__getitem__)
+        return self.ready.in_order()
+
+    def candidates(self, g: int) -> tuple[list[int], list[int]]:
+        """The global list and ``g``'s local list (an oracle chooses among them)."""
+        return self.global_list(), self.local_list(g)
 
     def swap_cost(self, g: int, sid: int) -> int:
         """Swap I/O [B] that scheduling ``sid`` on ``g`` causes now (§5.4.1)."""
-        mem, st = self.mem[g], self.subtasks[sid]
-        ins = list(dict.fromkeys(st.inputs))
-        load = wb = 0
-        for p in ins:
-            if not mem.has(p) or mem.entries[p].out == "evict":
-                load += self.parts[p].nbytes
-                if self.parts[p].host is None and not self._writeback_in_flight(p):
-                    wb += self.parts[p].nbytes
-        need = load + sum(self.parts[o].nbytes for o in st.outputs)
-        deficit = need - mem.free - mem.evicting
-        dirty = 0
-        if deficit > 0:
-            for v in mem.evictable(set(ins)):
-                if deficit <= 0:
-                    break
-                if self.parts[v].host is None:
-                    dirty += mem.entries[v].nbytes
-                deficit -= mem.entries[v].nbytes
-        return load + wb + dirty
+        return policy.swap_cost(self, g, sid)
+
+    def writeback_in_flight(self, pid: int) -> bool:
+        return any(m.swapping_out(pid) for m in self.mem)
 
     def poll_timeout(self) -> int | None:
         """The next time [ps] at which ptask stops waiting for a device, if any."""
-        if not self._ptask_since:
+        if not self.ptask_since:
             return None
-        return min(self._ptask_since.values()) + self.ptask_wait_ps
+        return min(self.ptask_since.values()) + self.ptask_wait_ps
+
+    def poll_actions(self) -> list[Action]:
+        out, self._out = self._out, []
+        return out
 
     def clone(self) -> Core:
         """An independent copy sharing the immutable subtasks (for the optimal search)."""
@@ -201,19 +182,15 @@ class Core:
         c.device_of = dict(self.device_of)
         c.unfinished_parents = {k: set(v) for k, v in self.unfinished_parents.items()}
         c.children = {k: set(v) for k, v in self.children.items()}
-        c.ready = dict(self.ready)
+        c.ready = self.ready.clone()
         c.queued = [list(q) for q in self.queued]
         c.prefetch = [
-            None if p is None else _Prefetch(p.sid, list(p.waiting), set(p.loading)) for p in self.prefetch
+            None if p is None else Prefetch(p.sid, list(p.waiting), set(p.loading)) for p in self.prefetch
         ]
-        c._passed = set(self._passed)
-        c._ptask_since = dict(self._ptask_since)
+        c.declined = set(self.declined)
+        c.ptask_since = dict(self.ptask_since)
         c._out = list(self._out)
         return c
-
-    def poll_actions(self) -> list:
-        out, self._out = self._out, []
-        return out
 
     # ----------------------------------------------------------------- inputs
     def submit(self, batch: Batch) -> None:
@@ -226,28 +203,19 @@ class Core:
         self.hold(batch.hold)
         for st in batch.subtasks:
             self.subtasks[st.sid] = st
-            self.state[st.sid] = "pending"
+            self.state[st.sid] = SubtaskState.PENDING
             self.pending += 1
             for o in st.outputs:
                 self.parts[o].producer = st.sid
         for st in batch.subtasks:
-            parents = set()
-            for p in st.inputs:
-                ps = self.parts[p]
-                ps.consumers.add(st.sid)
-                if ps.producer is not None and self.state[ps.producer] != "done":
-                    parents.add(ps.producer)
-                    self.children.setdefault(ps.producer, set()).add(st.sid)
-            self.unfinished_parents[st.sid] = parents
-            if not parents:
-                self._make_ready(st.sid)
+            self._link_parents(st)
         for pid in batch.results:
             self.parts[pid].result = True
-            if self.parts[pid].producer is None or self.state[self.parts[pid].producer] == "done":
+            if not self._unproduced(pid):
                 self._return_result(pid)
         self.release(batch.release)
-        self._background_swapout()
-        self._passed.clear()
+        self.background_swapout()
+        self.declined.clear()
 
     def hold(self, pids) -> None:
         for p in pids:
@@ -260,7 +228,7 @@ class Core:
 
     def handle_swapin_done(self, now: int, g: int, pid: int) -> None:
         self.inflight -= 1
-        self.mem[g].set_state(pid, "resident")
+        self.mem[g].set_state(pid, EntryState.RESIDENT)
         pf = self.prefetch[g]
         assert pf is not None and pid in pf.loading
         pf.loading.discard(pid)
@@ -270,13 +238,15 @@ class Core:
     def handle_swapout_done(self, now: int, g: int, pid: int) -> None:
         self.inflight -= 1
         ps, mem = self.parts[pid], self.mem[g]
-        ps.host = "ram"
-        if mem.entries[pid].out == "evict" or ps.dead:
+        if ps.host is None:
+            ps.host = HostCopy.RAM
+            self.ready.host_copy_made(pid)
+        if mem.entries[pid].out is SwapOutKind.EVICT or ps.dead:
             mem.release(pid)
         else:
             mem.mark_out(pid, None)
-        for h in range(self.n_devices):
-            if self.prefetch[h] is not None:
+        for h, pf in enumerate(self.prefetch):  # a write-back another device waited for is done
+            if pf is not None:
                 self._advance(h)
         self._after_event()
 
@@ -284,7 +254,7 @@ class Core:
         """``sizes``: the real size [B] of each output; larger than reserved is an error."""
         self.inflight -= 1
         st, mem = self.subtasks[sid], self.mem[g]
-        self.state[sid] = "done"
+        self.state[sid] = SubtaskState.DONE
         self.pending -= 1
         self.queued[g].remove(sid)
         self.stats[g].subtasks += 1
@@ -294,15 +264,9 @@ class Core:
             self.parts[p].consumers.discard(sid)
             self._maybe_free(p)
         for o in st.outputs:
-            mem.set_state(o, "resident")
+            mem.set_state(o, EntryState.RESIDENT)
             if sizes and o in sizes:
-                if sizes[o] > self.parts[o].nbytes:
-                    raise TcaError(
-                        f"subtask {st.name} produced {sizes[o]} B for an output reserved "
-                        f"at {self.parts[o].nbytes} B; give MM(output_size=...)"
-                    )
-                mem.resize(o, sizes[o])
-                self.parts[o].nbytes = sizes[o]
+                self._shrink(st, g, o, sizes[o])
             mem.unlock(o)
         for o in st.outputs:
             if self.parts[o].result:
@@ -311,90 +275,94 @@ class Core:
                 self._maybe_free(o)
         for c in self.children.pop(sid, ()):
             self.unfinished_parents[c].discard(sid)
-            if not self.unfinished_parents[c] and self.state[c] == "pending":
+            if not self.unfinished_parents[c] and self.state[c] is SubtaskState.PENDING:
                 self._make_ready(c)
         self._after_event()
 
     def handle_timeout(self, now: int) -> None:
-        self._passed.clear()
+        self.declined.clear()
 
     # ----------------------------------------------------------------- scheduling
-    def poll_decision(self, now: int, with_local: bool = True):
-        """The next device that may take a subtask, with its candidates, or None.
-
-        Returns ``(g, global_list, local_list)``; Fig. 5.8's loop over ``available_gpu``.
-        """
-        for g in range(self.n_devices):
-            if g in self._passed or self.prefetch[g] is not None:
+    def poll_decision(self, now: int) -> int | None:
+        """The next device that may take a subtask, or None (Fig. 5.8's ``available_gpu``)."""
+        with_local = self.policy in ("victream", ORACLE)
+        for g, mem in enumerate(self.mem):
+            if g in self.declined or self.prefetch[g] is not None:
                 continue
-            if not self.mem[g].below_load_threshold():
+            if mem.used - mem.evicting > mem.load_limit:  # not below_load_threshold()
                 continue
-            glob = self.global_list()
-            local = self.local_list(g) if with_local else []
-            if glob or local:
-                return g, glob, local
+            if self.ready or (with_local and self.local_list(g)):
+                return g
         return None
 
-    def pick(self, now: int, g: int, glob: list[int], local: list[int]) -> int | None:
+    def pick(self, now: int, g: int) -> int | None:
         """The policy's choice for device ``g`` (None: ``g`` waits)."""
-        if self.policy == "fifo":
-            return glob[0] if glob else None
-        if self.policy == "ptask":
-            if not glob:
-                return None
-            head = glob[0]
-            holder = self._majority_holder(head)
+        if self.policy in ("fifo", "ptask"):
+            head = self.ready.head()
+            if head is None or self.policy == "fifo":
+                return head
+            holder = policy.majority_holder(self, head)
             if holder is not None and holder != g:
-                since = self._ptask_since.setdefault(head, now)
+                since = self.ptask_since.setdefault(head, now)
                 if now < since + self.ptask_wait_ps:
                     return None
-            self._ptask_since.pop(head, None)
+            self.ptask_since.pop(head, None)
             return head
-        gmin = self._iomin(g, glob)
+        gmin = policy.least_io_global(self, g)
         if self.policy == "locality":
             return gmin
-        lmin = self._iomin(g, local)
+        lmin = policy.least_io(self, g, self.local_list(g))
         if lmin is None or (gmin is not None and self.swap_cost(g, gmin) < self.swap_cost(g, lmin)):
             return gmin
         return lmin
 
     def schedule(self, now: int) -> None:
         """Fig. 5.8 ``schedule()``: gives subtasks to every device that can take one."""
-        while (d := self.poll_decision(now, with_local=self.policy == "victream")) is not None:
-            g, glob, local = d
-            sid = self.pick(now, g, glob, local)
+        while (g := self.poll_decision(now)) is not None:
+            sid = self.pick(now, g)
             if sid is None or not self.assign(now, g, sid):
-                self._passed.add(g)
-        self._background_swapout()
+                self.decline(g)
+        self.background_swapout()
+
+    def decline(self, g: int) -> None:
+        """``g`` takes nothing until the next completion or timeout."""
+        self.declined.add(g)
+
+    def fits(self, g: int, sid: int) -> bool:
+        """Whether :meth:`assign` would succeed now (the same test, without side effects)."""
+        to_load, need, _ = self._needs(g, sid)
+        mem = self.mem[g]
+        inputs = set(self.subtasks[sid].inputs)
+        avail = mem.free + mem.evicting + sum(mem.nbytes(v) for v in mem.iter_evictable(inputs))
+        return avail >= need
 
     def assign(self, now: int, g: int, sid: int) -> bool:
         """Schedules ``sid`` on ``g``: locks memory, starts the prefetch. False if it cannot fit
         yet (the device then waits for running subtasks or swap-outs to free memory)."""
         st, mem = self.subtasks[sid], self.mem[g]
-        assert self.state[sid] == "pending"
-        ins = list(dict.fromkeys(st.inputs))
-        to_load = [p for p in ins if not mem.has(p) or mem.entries[p].out == "evict"]
-        need = sum(self.parts[p].nbytes for p in to_load) + sum(self.parts[o].nbytes for o in st.outputs)
-        held = sum(self.parts[p].nbytes for p in ins if p not in to_load and mem.state(p) != "future")
+        assert self.state[sid] is SubtaskState.PENDING
+        to_load, need, held = self._needs(g, sid)
         if need + held > mem.capacity:
             raise TcaError(
                 f"subtask {st.name} needs {need + held} B of device memory, more than the "
                 f"device capacity of {mem.capacity} B; use smaller partitions"
             )
+        ins = list(dict.fromkeys(st.inputs))
         avail = mem.free + mem.evicting
         victims = []
-        for v in mem.evictable(set(ins)):
+        for v in mem.iter_evictable(set(ins)):
             if avail >= need:
                 break
             victims.append(v)
-            avail += mem.entries[v].nbytes
+            avail += mem.nbytes(v)
         if avail < need:
             return False
         for v in victims:
             self._evict(g, v)
-        self.ready.pop(sid, None)
-        self._ptask_since.pop(sid, None)
-        self.state[sid] = "prefetch"
+        if sid in self.ready:
+            self.ready.remove(sid)
+        self.ptask_since.pop(sid, None)
+        self.state[sid] = SubtaskState.PREFETCH
         self.device_of[sid] = g
         for p in ins:
             if p not in to_load:
@@ -402,31 +370,65 @@ class Core:
         for p in to_load:
             if self.parts[p].host is None:
                 self._request_writeback(p)
-        self.prefetch[g] = _Prefetch(sid, to_load)
+        self.prefetch[g] = Prefetch(sid, to_load)
         self._advance(g)
         return True
 
+    def background_swapout(self) -> None:
+        """§5.4.2: above the swap-out threshold, swap out unlocked partitions in LRU order."""
+        for g, mem in enumerate(self.mem):
+            while mem.used - mem.evicting > mem.swap_limit:  # above_swap_threshold(), inlined
+                victim = next(mem.iter_evictable(), None)
+                if victim is None:
+                    break
+                self._evict(g, victim)
+
     # ----------------------------------------------------------------- internals
+    def _link_parents(self, st: Subtask) -> None:
+        parents = set()
+        for p in st.inputs:
+            ps = self.parts[p]
+            ps.consumers.add(st.sid)
+            if self._unproduced(p):
+                parents.add(ps.producer)
+                self.children.setdefault(ps.producer, set()).add(st.sid)
+        self.unfinished_parents[st.sid] = parents
+        if not parents:
+            self._make_ready(st.sid)
+
+    def _unproduced(self, pid: int) -> bool:
+        producer = self.parts[pid].producer
+        return producer is not None and self.state.get(producer) is not SubtaskState.DONE
+
     def _make_ready(self, sid: int) -> None:
-        self._seq += 1
-        self.ready[sid] = self._seq
+        st = self.subtasks[sid]
+        ins = tuple(dict.fromkeys(st.inputs))
+        group = (
+            sum(self.parts[p].nbytes for p in ins),
+            sum(self.parts[o].nbytes for o in st.outputs),
+        )
+        self.ready.add(sid, ins, group, {p for p in ins if self.parts[p].host is None})
 
-    def _iomin(self, g: int, cands: list[int]) -> int | None:
-        best = None
-        for i, sid in enumerate(cands):
-            key = (self.swap_cost(g, sid), i)
-            if best is None or key < best[0]:
-                best = (key, sid)
-        return None if best is None else best[1]
+    def _needs(self, g: int, sid: int) -> tuple[list[int], int, int]:
+        """Inputs to load, bytes to reserve (loads and outputs), bytes already held on ``g``."""
+        st, mem = self.subtasks[sid], self.mem[g]
+        ins = list(dict.fromkeys(st.inputs))
+        to_load = [p for p in ins if not mem.usable(p)]
+        need = sum(self.parts[p].nbytes for p in to_load) + sum(self.parts[o].nbytes for o in st.outputs)
+        held = sum(
+            self.parts[p].nbytes for p in ins if p not in to_load and mem.state(p) is not EntryState.FUTURE
+        )
+        return to_load, need, held
 
-    def _majority_holder(self, sid: int) -> int | None:
-        held = [0] * self.n_devices
-        for p in set(self.subtasks[sid].inputs):
-            for g, mem in enumerate(self.mem):
-                if mem.has(p) and mem.entries[p].out != "evict":
-                    held[g] += self.parts[p].nbytes
-        best = max(range(self.n_devices), key=lambda g: (held[g], -g))
-        return best if held[best] > 0 else None
+    def _shrink(self, st: Subtask, g: int, o: int, nbytes: int) -> None:
+        """An output's real size, no larger than what was reserved for it."""
+        if nbytes > self.parts[o].nbytes:
+            raise TcaError(
+                f"subtask {st.name} produced {nbytes} B for an output reserved "
+                f"at {self.parts[o].nbytes} B; give MM(output_size=...)"
+            )
+        self.mem[g].resize(o, nbytes)
+        self.parts[o].nbytes = nbytes
 
     def _advance(self, g: int) -> None:
         """Issues the swap-ins of ``g``'s prefetch that can start; queues it when all are done."""
@@ -438,48 +440,46 @@ class Core:
             ps = self.parts[p]
             if mem.has(p) or ps.host is None or mem.free < ps.nbytes:
                 break  # wait: an eviction, a write-back on another device, or free memory
-            mem.reserve(p, ps.nbytes, "loading")
+            mem.reserve(p, ps.nbytes, EntryState.LOADING)
             mem.lock(p)
             pf.waiting.pop(0)
             pf.loading.add(p)
+            from_file = ps.host is HostCopy.FILE
             self.stats[g].swap_in += ps.nbytes
-            if ps.host == "file":
+            if from_file:
                 self.stats[g].file_read += ps.nbytes
-            self._emit(SwapIn(g, p, ps.nbytes, ps.host == "file"))
-            ps.host = "ram" if ps.host == "file" else ps.host
+                ps.host = HostCopy.RAM
+            self._emit(SwapIn(g, p, ps.nbytes, from_file))
         if pf.waiting or pf.loading:
             return
         st = self.subtasks[pf.sid]
         if mem.free < sum(self.parts[o].nbytes for o in st.outputs):
             return
         for o in st.outputs:
-            mem.reserve(o, self.parts[o].nbytes, "future")
+            mem.reserve(o, self.parts[o].nbytes, EntryState.FUTURE)
             mem.lock(o)
         self.prefetch[g] = None
-        self.state[pf.sid] = "queued"
+        self.state[pf.sid] = SubtaskState.QUEUED
         self.queued[g].append(pf.sid)
         self._emit(Run(g, pf.sid))
 
     def _request_writeback(self, pid: int) -> None:
         for h, mem in enumerate(self.mem):
-            if mem.has(pid) and mem.state(pid) == "resident":
-                if mem.entries[pid].out is None:
-                    mem.mark_out(pid, "writeback")
+            if mem.state(pid) is EntryState.RESIDENT:
+                if not mem.swapping_out(pid):
+                    mem.mark_out(pid, SwapOutKind.WRITEBACK)
                     self.stats[h].swap_out += self.parts[pid].nbytes
                     self._emit(SwapOut(h, pid, self.parts[pid].nbytes, keep=True, result=False))
                 return
-
-    def _writeback_in_flight(self, pid: int) -> bool:
-        return any(m.has(pid) and m.entries[pid].out is not None for m in self.mem)
 
     def _return_result(self, pid: int) -> None:
         ps = self.parts[pid]
         if ps.host is not None:
             return
         for h, mem in enumerate(self.mem):
-            if mem.has(pid) and mem.state(pid) == "resident" and mem.entries[pid].out is None:
+            if mem.state(pid) is EntryState.RESIDENT and not mem.swapping_out(pid):
                 keep = bool(ps.consumers)
-                mem.mark_out(pid, "writeback" if keep else "evict")
+                mem.mark_out(pid, SwapOutKind.WRITEBACK if keep else SwapOutKind.EVICT)
                 self.stats[h].result += ps.nbytes
                 self._emit(SwapOut(h, pid, ps.nbytes, keep=keep, result=True))
                 return
@@ -490,39 +490,31 @@ class Core:
             mem.release(v)
             self._emit(Drop(g, v), counted=False)
         else:
-            mem.mark_out(v, "evict")
-            self.stats[g].swap_out += mem.entries[v].nbytes
-            self._emit(SwapOut(g, v, mem.entries[v].nbytes, keep=False, result=False))
+            mem.mark_out(v, SwapOutKind.EVICT)
+            self.stats[g].swap_out += mem.nbytes(v)
+            self._emit(SwapOut(g, v, mem.nbytes(v), keep=False, result=False))
 
     def _maybe_free(self, pid: int) -> None:
         ps = self.parts[pid]
         if ps.consumers or ps.holds or ps.persistent or ps.result or ps.dead:
             return
-        if ps.producer is not None and self.state.get(ps.producer) != "done":
+        if self._unproduced(pid):
             return
         ps.dead = True
         for g, mem in enumerate(self.mem):
-            if mem.has(pid) and mem.entries[pid].out is None:
+            if mem.has(pid) and not mem.swapping_out(pid):
                 assert mem.entries[pid].locks == 0
                 mem.release(pid)
                 self._emit(Drop(g, pid), counted=False)
 
-    def _background_swapout(self) -> None:
-        """§5.4.2: above the swap-out threshold, swap out unlocked partitions in LRU order."""
-        for g, mem in enumerate(self.mem):
-            while mem.above_swap_threshold():
-                victims = mem.evictable()
-                if not victims:
-                    break
-                self._evict(g, victims[0])
-
     def _after_event(self) -> None:
-        self._background_swapout()
-        for g in range(self.n_devices):
-            self._advance(g)
-        self._passed.clear()
+        self.background_swapout()
+        for g, pf in enumerate(self.prefetch):
+            if pf is not None:
+                self._advance(g)
+        self.declined.clear()
 
-    def _emit(self, action, counted: bool = True) -> None:
+    def _emit(self, action: Action, counted: bool = True) -> None:
         if counted:
             self.inflight += 1
         self._out.append(action)

@@ -9,69 +9,20 @@ kernels down by sleeping ``elapsed * (1 / speed - 1)`` after each.
 :class:`CupyGPU` keeps partitions in a CUDA device's memory, with one CUDA stream for each copy
 direction and one for kernels, so swap-in, swap-out and compute overlap.
 
-Units accepted by :func:`parse_bytes`, :func:`parse_rate`, :func:`parse_time`:
+Sizes, bandwidths and times are read by the project's unit parser (:mod:`tca.units`):
 ``512MiB``, ``1GB``, ``6GB/s``, ``10us``.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 
 import numpy as np
 
 from tca import TcaError
-from tca.victream.formats import block_nbytes
-
-_BYTES = {
-    "": 1,
-    "b": 1,
-    "k": 10**3,
-    "kb": 10**3,
-    "m": 10**6,
-    "mb": 10**6,
-    "g": 10**9,
-    "gb": 10**9,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "tb": 10**12,
-}
-
-
-def parse_bytes(text) -> int:
-    """``512MiB``, ``4GiB``, ``1GB``, ``4096`` -> bytes."""
-    if isinstance(text, int | float):
-        return int(text)
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _BYTES:
-        raise TcaError(f"bad size '{text}' (examples: 512MiB, 4GiB, 1GB, 4096)")
-    value = int(float(m.group(1)) * _BYTES[m.group(2).lower()])
-    if value <= 0:
-        raise TcaError(f"size '{text}' must be positive")
-    return value
-
-
-def parse_rate(text) -> float:
-    """``6GB/s``, ``500MB/s``, ``1.2GiB/s`` -> bytes per second."""
-    if isinstance(text, int | float):
-        return float(text)
-    m = re.fullmatch(r"\s*(.+?)\s*/\s*s\s*", str(text))
-    if not m:
-        raise TcaError(f"bad bandwidth '{text}' (examples: 6GB/s, 500MB/s)")
-    return float(parse_bytes(m.group(1)))
-
-
-def parse_time(text) -> float:
-    """``10us``, ``1ms``, ``0`` -> seconds."""
-    if isinstance(text, int | float):
-        return float(text)
-    m = re.fullmatch(r"\s*([0-9.]+)\s*(s|ms|us|ns|)\s*", str(text))
-    if not m:
-        raise TcaError(f"bad time '{text}' (examples: 10us, 1ms)")
-    return float(m.group(1)) * {"": 1, "s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[m.group(2)]
+from tca.units import parse_bandwidth, parse_bytes, parse_time
+from tca.victream.api.formats import block_nbytes
 
 
 class VirtualGPU:
@@ -87,9 +38,9 @@ class VirtualGPU:
         compute_speed: float = 1.0,
         name: str = "vgpu",
     ):
-        self.capacity = parse_bytes(capacity)
-        self.bus_bandwidth = parse_rate(bus_bandwidth)
-        self.bus_latency = parse_time(bus_latency)
+        self.capacity = parse_bytes(capacity, "device memory")
+        self.bus_bandwidth = parse_bandwidth(bus_bandwidth, "bus bandwidth")
+        self.bus_latency = parse_time(bus_latency, "bus latency")
         if not compute_speed > 0:
             raise TcaError("compute_speed must be positive")
         self.compute_speed = float(compute_speed)
@@ -143,6 +94,12 @@ class VirtualGPU:
             if block is not None:
                 self._used -= block_nbytes(block)
 
+    def clear(self) -> None:
+        """Frees every partition."""
+        with self._lock:
+            self._data.clear()
+            self._used = 0
+
     def run(self, kernel, blocks: list[dict]):
         start = time.perf_counter()
         outs, meta = kernel(blocks)
@@ -191,7 +148,7 @@ class CupyGPU:
             self.in_stream = cupy.cuda.Stream(non_blocking=True)
             self.out_stream = cupy.cuda.Stream(non_blocking=True)
             self.compute_stream = cupy.cuda.Stream(non_blocking=True)
-        self.capacity = parse_bytes(capacity) if capacity is not None else int(free * 0.8)
+        self.capacity = parse_bytes(capacity, "device memory") if capacity is not None else int(free * 0.8)
         self._data: dict[int, dict] = {}
         self._lock = threading.Lock()
         self.compute_speed = 1.0
@@ -223,6 +180,11 @@ class CupyGPU:
     def free(self, pid: int) -> None:
         with self._lock:
             self._data.pop(pid, None)
+
+    def clear(self) -> None:
+        """Frees every partition."""
+        with self._lock:
+            self._data.clear()
 
     def run(self, kernel, blocks: list[dict]):
         with self.cp.cuda.Device(self.device_id), self.compute_stream:

@@ -6,64 +6,24 @@ the bus out of it (swap-out, in parallel with swap-in as on a GPU with two copy 
 all devices (the RAM disk whose throughput limited sort and blur in §6.1.2). Durations come
 from :class:`CostModel`; time is an integer number of picoseconds; events at the same time are
 ordered by insertion, so a run is bit-reproducible.
+
+The event queue holds the core's actions (:mod:`tca.victream.core.actions`) at the time they
+complete; a completion is reported to the core through its ``handle_*`` input.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 
 from tca import TcaError
-from tca.victream.dag import Batch
-from tca.victream.scheduler import Core, Drop, Run, SwapIn, SwapOut
+from tca.victream.core.actions import Drop, Run, SwapIn, SwapOut
+from tca.victream.core.dag import Batch
+from tca.victream.core.scheduler import Core
+from tca.victream.core.spans import Lane, Span
+from tca.victream.sim.cost import CostModel
 
-PS = 10**12  # picoseconds per second
-
-# seed 002 Table 6.1 (measured on the 4 x K20 evaluation host of §6.1)
-TABLE_6_1 = {"bus_bandwidth": 6377e6, "file_read": 2482e6, "file_write": 1680e6}
-
-
-@dataclass
-class CostModel:
-    """Durations of the simulated operations.
-
-    ``bus_bandwidth`` [B/s] and ``bus_latency`` [s] of each direction of a device's bus (one
-    value for all devices, or one per device: e.g. GPUs behind a slower network bus);
-    ``file_read`` / ``file_write`` [B/s] of the host's input/output files (seed 002 Table 6.1);
-    ``compute_speed``: a device's speed relative to the reference on which ``Subtask.cost_s``
-    is given (one value for all devices, or one per device).
-    """
-
-    bus_bandwidth: float | list[float] = TABLE_6_1["bus_bandwidth"]
-    bus_latency: float | list[float] = 10e-6
-    file_read: float = TABLE_6_1["file_read"]
-    file_write: float = TABLE_6_1["file_write"]
-    compute_speed: float | list[float] = 1.0
-
-    def transfer_ps(self, nbytes: int, device: int = 0) -> int:
-        bw, lat = _of(self.bus_bandwidth, device), _of(self.bus_latency, device)
-        return round((lat + nbytes / bw) * PS)
-
-    def file_ps(self, nbytes: int, write: bool) -> int:
-        return round(nbytes / (self.file_write if write else self.file_read) * PS)
-
-    def compute_ps(self, cost_s: float, device: int) -> int:
-        return round(cost_s / _of(self.compute_speed, device) * PS)
-
-
-def _of(value, device: int):
-    return value[device] if isinstance(value, list) else value
-
-
-@dataclass
-class Span:
-    """One busy interval on a timeline lane (``lane``: in, out, run, file-read, file-write)."""
-
-    device: int
-    lane: str
-    start_ps: int
-    end_ps: int
-    label: str
+HOST = -1  # the device number of the host's shared file lanes
 
 
 @dataclass
@@ -75,12 +35,12 @@ class Simulation:
     now: int = 0
     record: bool = True
     spans: list[Span] = field(default_factory=list)
-    busy_until: dict = field(default_factory=dict)
+    busy_until: dict[tuple[str, int], int] = field(default_factory=dict)  # (lane value, device) -> time
     compute_ps: list[int] = field(default_factory=list)
-    _heap: list = field(default_factory=list)
+    file_results: set[int] = field(default_factory=set)  # results written to a file (outputFile)
+    host_ready: dict[int, int] = field(default_factory=dict)  # pid -> when its file read completes
+    _heap: list[tuple[int, int, SwapIn | SwapOut | Run]] = field(default_factory=list)
     _seq: int = 0
-    file_results: set[int] = field(default_factory=set)
-    host_ready: dict = field(default_factory=dict)  # pid -> time its first file read completes
 
     def __post_init__(self):
         if not self.compute_ps:
@@ -99,35 +59,38 @@ class Simulation:
         c.host_ready = dict(self.host_ready)
         return c
 
+    def in_flight(self) -> tuple:
+        """The operations in flight, relative to now, in a canonical order (the optimal search
+        memoises on it)."""
+        return tuple(sorted((t - self.now, type(a).__name__, astuple(a)) for t, _, a in self._heap))
+
     def run_batch(self, batch: Batch, on_done=None) -> None:
         """Submits ``batch`` and advances time until the core is finished.
 
-        ``on_done(sid)`` may return further batches (multi-step tasks, §5.3.3).
+        ``on_done(sid, meta)`` may return further batches (multi-step tasks, §5.3.3).
         """
         self.core.submit(batch)
         self.drive(on_done)
 
     def drive(self, on_done=None) -> None:
         """Runs events, with the core's own scheduler, until the core finishes."""
-        while (d := self.run_until_decision(on_done)) is not None:
-            g, glob, local = d
-            self.apply(g, self.core.pick(self.now, g, glob, local))
+        while (g := self.run_until_decision(on_done)) is not None:
+            self.apply(g, self.core.pick(self.now, g))
 
     def apply(self, g: int, sid: int | None) -> None:
         """Carries out a scheduling decision for device ``g`` (None: ``g`` waits)."""
         if sid is None or not self.core.assign(self.now, g, sid):
-            self.core._passed.add(g)
+            self.core.decline(g)
 
-    def run_until_decision(self, on_done=None):
-        """Advances virtual time until a device may take a subtask; returns
-        ``(g, global_list, local_list)``, or None when the core has finished."""
+    def run_until_decision(self, on_done=None) -> int | None:
+        """Advances virtual time until a device may take a subtask; returns that device, or
+        None when the core has finished."""
         core = self.core
-        with_local = core.policy in ("victream", "oracle")
         while True:
-            d = core.poll_decision(self.now, with_local)
-            if d is not None:
-                return d
-            core._background_swapout()
+            g = core.poll_decision(self.now)
+            if g is not None:
+                return g
+            core.background_swapout()
             for a in core.poll_actions():
                 self._start(a)
             if core.finished():
@@ -139,13 +102,13 @@ class Simulation:
                 self.now = max(self.now, deadline)
                 core.handle_timeout(self.now)
                 continue
-            t, _, kind, args = heapq.heappop(self._heap)
+            t, _, action = heapq.heappop(self._heap)
             self.now = t
-            self._complete(kind, args, on_done)
+            self._complete(action, on_done)
 
     # ------------------------------------------------------------------ internals
-    def _occupy(self, lane: str, device: int, dur: int, label: str, earliest: int | None = None) -> int:
-        key = (lane, device)
+    def _occupy(self, lane: Lane, device: int, dur: int, label: str, earliest: int | None = None) -> int:
+        key = (lane.value, device)  # Enum hashing is slow in a hot loop
         start = max(self.now if earliest is None else earliest, self.busy_until.get(key, 0))
         end = start + dur
         self.busy_until[key] = end
@@ -153,9 +116,9 @@ class Simulation:
             self.spans.append(Span(device, lane, start, end, label))
         return end
 
-    def _push(self, t: int, kind: str, args) -> None:
+    def _push(self, t: int, action: SwapIn | SwapOut | Run) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, args))
+        heapq.heappush(self._heap, (t, self._seq, action))
 
     def _start(self, a) -> None:
         c = self.cost
@@ -163,33 +126,32 @@ class Simulation:
             label = self.core.parts[a.pid].label
             t = max(self.now, self.host_ready.get(a.pid, 0))
             if a.from_file:
-                t = self._occupy("file-read", -1, c.file_ps(a.nbytes, False), label)
+                t = self._occupy(Lane.FILE_READ, HOST, c.file_ps(a.nbytes, False), label)
                 self.host_ready[a.pid] = t
-            end = self._occupy("in", a.device, c.transfer_ps(a.nbytes, a.device), label, earliest=t)
-            self._push(end, "in", (a.device, a.pid))
+            end = self._occupy(Lane.IN, a.device, c.transfer_ps(a.nbytes, a.device), label, earliest=t)
+            self._push(end, a)
         elif isinstance(a, SwapOut):
             label = self.core.parts[a.pid].label
-            end = self._occupy("out", a.device, c.transfer_ps(a.nbytes, a.device), label)
+            end = self._occupy(Lane.OUT, a.device, c.transfer_ps(a.nbytes, a.device), label)
             if a.result and a.pid in self.file_results:
-                end = self._occupy("file-write", -1, c.file_ps(a.nbytes, True), label, earliest=end)
-            self._push(end, "out", (a.device, a.pid))
+                end = self._occupy(Lane.FILE_WRITE, HOST, c.file_ps(a.nbytes, True), label, earliest=end)
+            self._push(end, a)
         elif isinstance(a, Run):
             st = self.core.subtasks[a.sid]
             dur = c.compute_ps(st.cost_s, a.device)
             self.compute_ps[a.device] += dur
-            end = self._occupy("run", a.device, dur, st.name)
-            self._push(end, "run", (a.device, a.sid))
-        elif isinstance(a, Drop):
-            pass
-
-    def _complete(self, kind: str, args, on_done) -> None:
-        g, x = args
-        if kind == "in":
-            self.core.handle_swapin_done(self.now, g, x)
-        elif kind == "out":
-            self.core.handle_swapout_done(self.now, g, x)
+            end = self._occupy(Lane.RUN, a.device, dur, st.name)
+            self._push(end, a)
         else:
-            self.core.handle_run_done(self.now, g, x, None)
+            assert isinstance(a, Drop)  # nothing to simulate: the memory is free at once
+
+    def _complete(self, a: SwapIn | SwapOut | Run, on_done) -> None:
+        if isinstance(a, SwapIn):
+            self.core.handle_swapin_done(self.now, a.device, a.pid)
+        elif isinstance(a, SwapOut):
+            self.core.handle_swapout_done(self.now, a.device, a.pid)
+        else:
+            self.core.handle_run_done(self.now, a.device, a.sid, None)
             if on_done is not None:
-                for b in on_done(x, None) or ():
+                for b in on_done(a.sid, None) or ():
                     self.core.submit(b)

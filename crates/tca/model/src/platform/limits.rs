@@ -1,5 +1,5 @@
-//! Allowed ranges of platform parameters: the one table every value of a platform file passes
-//! before a model sees it, and the checks that relate two parameters.
+//! Allowed ranges of platform parameters: the one table every numeric value of a platform file
+//! passes before a model sees it, and the checks that relate two parameters.
 //!
 //! The ranges are physically sensible for TCA hardware and its host, and narrow enough that the
 //! models' integer arithmetic cannot overflow: the largest region (1 TiB) moved at the slowest
@@ -183,6 +183,7 @@ impl Limit {
         }
     }
 
+    /// The message for `key` written as `text` outside this limit.
     pub fn out_of_range(&self, key: &str, text: &str) -> String {
         format!("{key}: '{}' is out of range: allowed {}", text.trim(), self.allowed())
     }

@@ -1,0 +1,1 @@
+"""The user library: :class:`Context`, GRDDs and their operators, data formats."""
