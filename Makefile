@@ -42,10 +42,11 @@ bench: native
 	$(PY) -m tca.bench.event_queue
 
 lint: native
+	$(PY) tools/check_layout.py
 	cargo fmt --all --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
-	$(VENV)/bin/ruff check python tests
-	$(VENV)/bin/ruff format --check python tests
+	$(VENV)/bin/ruff check python tests tools
+	$(VENV)/bin/ruff format --check python tests tools
 
 clean:
 	rm -rf $(VENV) target out
