@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import subprocess
 import sys
 
@@ -53,26 +55,49 @@ def test_bench_json_rows(tmp_path):
     assert png.stat().st_size > 10_000
 
 
+SIM = ("--mode", "sim", "--devices", "2", "--data", "64MiB", "--device-memory", "16MiB", "--json")
+
+
+def _totals(rows, unit):
+    """Each scheduler's total (series without a device name) in ``unit``."""
+    return {r["series"]: r["value"] for r in rows if " " not in r["series"] and r["unit"] == unit}
+
+
 @pytest.mark.parametrize("workload", ["sort", "blur", "matmul", "pansharpen"])
 def test_bench_sim_every_workload(workload):
-    out = _tca(
-        "victream",
-        "bench",
-        "--workload",
-        workload,
-        "--mode",
-        "sim",
-        "--devices",
-        "2",
-        "--data",
-        "64MiB",
-        "--device-memory",
-        "16MiB",
-    )
-    assert "# Scheduler" in out and "victream" in out and "seed 002" in out
+    """Every scheduler gets a finite positive time and swap volume, per-device rows that add up,
+    and the order the seed reports (§6.1.1-6.1.2: Victream swaps less than FIFO and PTask on every
+    workload, and is faster on all but the compute-bound matrix multiplication)."""
+    rows = json.loads(_tca("victream", "bench", "--workload", workload, *SIM))
+    assert all(r["kind"] == "predicted" for r in rows)
+    time, swap = _totals(rows, "s"), _totals(rows, "B")
+    assert set(time) == set(swap) == {"fifo", "ptask", "locality", "victream"}
+    for s in time:
+        assert math.isfinite(time[s]) and time[s] > 0 and swap[s] > 0
+        per_device = [
+            r["value"] for r in rows if r["series"].startswith(s + " gpu") and r["unit"] == "B"
+        ]  # swap-in and swap-out of gpu0 and gpu1
+        assert len(per_device) == 4 and sum(per_device) == pytest.approx(swap[s])
+        util = [r["value"] for r in rows if r["series"].startswith(s + " gpu") and r["unit"] == "%"]
+        assert len(util) == 2 and all(0 < u <= 100 for u in util)
+    assert swap["victream"] < swap["fifo"] and swap["victream"] < swap["ptask"]
+    if workload != "matmul":
+        assert time["victream"] < time["fifo"] and time["victream"] < time["ptask"]
+
+
+def test_bench_sim_is_deterministic():
+    args = ("victream", "bench", "--workload", "blur", *SIM)
+    assert _tca(*args) == _tca(*args)
+
+
+def _table_line(out: str, scheduler: str) -> list[float]:
+    line = next(ln for ln in out.splitlines() if ln.split()[:1] == [scheduler])
+    return [float(v) for v in line.split()[1:]]
 
 
 def test_bench_table_virtual():
+    """The table's numbers agree with each other: swap = swap-in + swap-out, and the comparison
+    line is computed from the two rows."""
     out = _tca(
         "victream",
         "bench",
@@ -88,7 +113,16 @@ def test_bench_table_virtual():
         "fifo,victream",
         "--check",
     )
-    assert "victream vs fifo" in out
+    rows = {s: _table_line(out, s) for s in ("fifo", "victream")}
+    for time_s, swap_in, swap_out, swap, util in rows.values():
+        assert time_s > 0 and swap_in > 0 and 0 < util <= 100
+        assert swap == pytest.approx(swap_in + swap_out, abs=0.11)
+    m = re.search(r"victream vs fifo\s*: ([0-9.]+)x speed, (-?[0-9]+) % less swap I/O", out)
+    assert m, out
+    assert float(m.group(1)) == pytest.approx(rows["fifo"][0] / rows["victream"][0], abs=0.011)
+    less = 100 * (1 - rows["victream"][3] / rows["fifo"][3])
+    assert int(m.group(2)) == pytest.approx(less, abs=1)
+    assert less > 20  # the local lists keep the blur's halo partitions on the device
 
 
 def test_optimal_search_logreg_matches_the_seed():

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tca import TcaError
+from tca.victream.core import policy as policy_module
 from tca.victream.core.actions import SwapIn
 from tca.victream.core.dag import Batch, HostCopy, Partition, Subtask
 from tca.victream.core.memory import EntryState, MemoryManager
+from tca.victream.core.ready import ReadyList
 from tca.victream.core.scheduler import POLICIES, Core, SubtaskState
 from tca.victream.core.spans import Lane
 from tca.victream.sim.cost import CostModel
@@ -250,3 +252,60 @@ def test_unknown_policy():
 
 def test_subtask_dataclass_name():
     assert Subtask(1, "map#3", 2, (), ()).name == "map#3[2]"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.data(),
+    policy=st.sampled_from(["locality", "victream"]),
+    devices=st.integers(1, 3),
+    cap_mib=st.sampled_from([3, 4, 8]),
+)
+def test_indexed_global_choice_equals_a_scan_of_the_global_list(data, policy, devices, cap_mib):
+    """The indexed least-I/O choice over the global list is the choice a scan of the whole list
+    makes (seed 002 §5.4.1), at every decision of random DAGs."""
+    indexed = policy_module.least_io_global
+    decisions = []
+
+    def checked(core, g):
+        choice = indexed(core, g)
+        assert choice == policy_module.least_io(core, g, core.global_list())
+        decisions.append(choice)
+        return choice
+
+    d, results = _random_dag(data.draw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(policy_module, "least_io_global", checked)
+        sim = simulate([d.batch(results)], policy, [cap_mib * MiB] * devices)
+    assert sim.core.finished() and decisions
+
+
+def test_a_decision_does_not_scan_the_global_list(monkeypatch):
+    """Scheduling cost per decision is independent of the number of schedulable subtasks: on
+    n independent map subtasks, global-list entries are evaluated O(n) times in all (a scan
+    evaluates about n^2 / 2)."""
+    evaluated = {"n": 0}
+    swap_cost, group_heads = policy_module.swap_cost, ReadyList.group_heads
+
+    def counted_cost(core, g, sid):
+        evaluated["n"] += 1
+        return swap_cost(core, g, sid)
+
+    def counted_heads(self, skip):
+        for item in group_heads(self, skip):
+            evaluated["n"] += 1
+            yield item
+
+    monkeypatch.setattr(policy_module, "swap_cost", counted_cost)
+    monkeypatch.setattr(ReadyList, "group_heads", counted_heads)
+    counts = {}
+    for n in (200, 800):
+        evaluated["n"] = 0
+        d = DagBuilder()
+        outs = [d.task("m", [d.source(MiB)]) for _ in range(n)]
+        sim = simulate([d.batch(outs)], "locality", [8 * MiB, 8 * MiB])
+        assert sim.core.finished() and sim.core.stats[0].subtasks + sim.core.stats[1].subtasks == n
+        counts[n] = evaluated["n"]
+    print("global-list entries evaluated:", counts)
+    assert 800 <= counts[800] < 10 * 800
+    assert counts[800] < 5 * counts[200]
