@@ -430,6 +430,36 @@ impl Engine {
         }
     }
 
+    /// The fabric could not carry out a [`Write`] this engine issued: its source or destination
+    /// memory is gone (freed by its owner, or a stale handle). The run it belongs to is abandoned
+    /// with `error`; a proxy read is answered with `error`. A token of an earlier or abandoned
+    /// run is ignored.
+    ///
+    /// # Errors
+    /// [`TcaError::UnexpectedCompletion`] for a token of another node.
+    pub fn handle_write_refused(&mut self, token: Token, error: TcaError) -> TcaResult<()> {
+        if token.node != self.node {
+            return Err(TcaError::UnexpectedCompletion);
+        }
+        match token.owner {
+            Owner::Channel(c) => {
+                let ch = self.channel(c).map_err(|_| TcaError::UnexpectedCompletion)?;
+                if ch.generation == token.generation && ch.state == ChannelState::Running {
+                    self.fail(c, error);
+                }
+            }
+            Owner::Proxy(i) => {
+                let slot = self.proxies.get_mut(i as usize).ok_or(TcaError::UnexpectedCompletion)?;
+                if let Some(job) = slot.filter(|j| j.generation == token.generation) {
+                    *slot = None;
+                    let done = ProxyDone { responder: self.node, token: job.request.token, result: Err(error) };
+                    self.actions.push_back(Action::ProxyDone { node: job.request.requester, done });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The fabric gave up on `node` (no answer within its timeout). Runs that involve it are
     /// abandoned with [`TcaError::PeerDead`], its proxy requests are dropped, and later waits
     /// for its notifications fail once none is left.

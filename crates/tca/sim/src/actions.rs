@@ -80,6 +80,10 @@ impl World {
                 work(self, channel, Work::Descriptor { source, addr })
             }
             Action::Write(w) => {
+                // A buffer its owner freed takes no more data (nor gives any).
+                if !self.memory.contains(w.src_addr, w.len) || !self.memory.contains(w.dst_addr, w.len) {
+                    return Ok(self.engines[node as usize].handle_write_refused(w.token, TcaError::InvalidHandle)?);
+                }
                 let id = self.pending.insert(Pending::Write { node, token: w.token });
                 work(self, w.channel, Work::Write { id, src: w.src_addr, dst: w.dst_addr, len: w.len })
             }

@@ -227,3 +227,37 @@ fn descriptors_in_peach2_internal_memory_start_sooner() {
     // Eight descriptor fetches over PCIe (each a host-memory round trip) against on-chip reads.
     assert!(internal + SimTime::from_us(2) < host, "internal {internal}, host {host}");
 }
+
+/// A DMA into a buffer its owner freed fails on the writer's side instead of landing.
+#[test]
+fn a_dma_into_a_freed_buffer_fails_at_the_writer() {
+    let out = run(2, |r| {
+        let addr = r.malloc(4096, MemoryType::Cpu).unwrap();
+        let mine = r.create_handle(addr, 4096, MemoryType::Cpu).unwrap();
+        let all = r.allgather(&mine.to_bytes()).unwrap();
+        let n = mine.to_bytes().len();
+        let peer = Handle::from_bytes(&all[(1 - r.rank() as usize) * n..][..n]).unwrap();
+        if r.rank() == 1 {
+            r.free(addr).unwrap();
+        }
+        r.barrier().unwrap();
+        if r.rank() == 1 {
+            return None;
+        }
+        let mut d = Desc::new();
+        d.set_memcpy(&peer, 0, &mine, 0, 4096, DmaFlags::NONE, 0, 0).unwrap();
+        start(r, 0, &d);
+        Some(r.wait_dmac(0).map_err(|e| e.error))
+    });
+    assert_eq!(out[0], Some(Err(TcaError::InvalidHandle)));
+}
+
+/// A rank whose program has finished answers nothing more.
+#[test]
+fn a_finished_rank_is_not_initialized() {
+    let platform = testbed();
+    let job = tca_sim::SimJob::new(&platform, 1, false).unwrap();
+    let r = SimRank::new(job.clone(), 0).unwrap();
+    r.finalize().unwrap();
+    assert_eq!(r.malloc(64, MemoryType::Cpu).map_err(|e| e.error), Err(TcaError::NotInitialized));
+}
