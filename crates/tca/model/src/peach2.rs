@@ -284,7 +284,6 @@ impl ClusterModel {
         let now = ctx.now();
         let ch = self.channel(node, channel);
         ch.item(seq).stage = Stage::Finished;
-        ch.next_decode = seq + 1;
         ch.decoded.push(now);
         ch.run_start.get_or_insert(now);
         self.pump(ctx, node, channel);
@@ -292,9 +291,7 @@ impl ClusterModel {
 
     /// The kick of item `seq` has opened the channel.
     pub(crate) fn kicked(&mut self, ctx: &mut Context<'_, Ev>, node: u32, channel: u8, seq: u64) {
-        let ch = self.channel(node, channel);
-        ch.item(seq).stage = Stage::Finished;
-        ch.next_decode = ch.next_decode.max(seq + 1);
+        self.channel(node, channel).item(seq).stage = Stage::Finished;
         self.pump(ctx, node, channel);
     }
 

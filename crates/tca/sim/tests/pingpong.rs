@@ -261,3 +261,36 @@ fn a_finished_rank_is_not_initialized() {
     r.finalize().unwrap();
     assert_eq!(r.malloc(64, MemoryType::Cpu).map_err(|e| e.error), Err(TcaError::NotInitialized));
 }
+
+/// A proxy read served on the holder's last channel while the holder's own program runs a chain
+/// on that channel: the two share it in order and both finish with the right bytes.
+#[test]
+fn a_proxy_read_shares_the_proxy_channel_with_the_program() {
+    let out = run(2, |r| {
+        let (mine, peer) = setup(r, 65536, MemoryType::Cpu);
+        let data: Vec<u8> = (0..65536u32).map(|i| (i * 13 % 251) as u8 + r.rank() as u8).collect();
+        r.write(&mine, 0, &data).unwrap();
+        let scratch = alloc(r, 65536, MemoryType::Cpu);
+        r.barrier().unwrap();
+        let channel = tca_proto::PROXY_CHANNEL;
+        let mut d = Desc::new();
+        if r.rank() == 1 {
+            // Rank 1 copies its buffer locally, 16 entries overlapped, on the proxy channel.
+            for i in 0..16 {
+                d.set_memcpy(&scratch, i * 4096, &mine, i * 4096, 4096, DmaFlags::CONTINUE, 0, 0).unwrap();
+            }
+        } else {
+            // Rank 0 reads rank 1's buffer: served by rank 1's driver on the same channel.
+            d.set_memcpy(&scratch, 0, &peer, 0, 65536, DmaFlags::NONE, 0, 0).unwrap();
+        }
+        start(r, channel, &d);
+        r.wait_dmac(channel).unwrap();
+        r.compute(20e-6).unwrap();
+        r.barrier().unwrap();
+        let mut got = vec![0; 65536];
+        r.read(&scratch, 0, &mut got).unwrap();
+        (data, got)
+    });
+    assert_eq!(out[1].1, out[1].0, "rank 1's local copy");
+    assert_eq!(out[0].1, out[1].0, "rank 0 read rank 1's buffer");
+}
