@@ -48,7 +48,7 @@ examples-expected: native examples examples-rust
 
 bench: native
 	cargo bench -p base --bench event_queue
-	$(PY) -m tca.bench.event_queue
+	$(PY) -m tca.peach.bench.event_queue
 
 lint: native
 	$(PY) tools/check_layout.py
@@ -91,4 +91,4 @@ test-c: examples native
 
 # Ping-pong on this machine: shm PIO / DMA against MPI-3 RMA (Open MPI, MPICH) and memcpy.
 bench-shm: examples native
-	$(PY) -m tca.shm_bench
+	$(PY) -m tca.peach.shm_bench

@@ -7,7 +7,7 @@ import functools
 import tempfile
 from pathlib import Path
 
-from tca.baselines import load_params
+from tca.peach.baselines import load_params
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLATFORMS = Path(__file__).resolve().parents[2] / "platforms"

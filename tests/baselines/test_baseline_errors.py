@@ -3,7 +3,7 @@
 import pytest
 from fixture_platforms import fixture_params
 from tca import TcaError
-from tca.baselines import BASELINES, PAIRS
+from tca.peach.baselines import BASELINES, PAIRS
 
 PARAMS = fixture_params("ha-pacs-tca")
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from fixture_platforms import FIXTURES, fixture_params, fixture_platform
-from tca import TcaError, platforms
-from tca.baselines import BASELINES, load_params
-from tca.baselines.params import Params, table
+from tca import TcaError
+from tca.peach import platforms
+from tca.peach.baselines import BASELINES, load_params
+from tca.peach.baselines.params import Params, table
 
 PLATFORMS = ("peach2-testbed-2013", "ha-pacs-tca", "peach3-testbed")
 
@@ -224,7 +225,7 @@ def test_every_parameter_has_a_unit_checked_value_and_a_source(name):
 
 
 def test_calibrated_parameters_are_exactly_the_declared_set():
-    from tca.baselines.calibrate import CALIBRATION
+    from tca.peach.baselines.calibrate import CALIBRATION
 
     declared = {(t.platform, t.table, t.key) for t in CALIBRATION}
     found = set()

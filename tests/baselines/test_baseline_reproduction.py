@@ -1,7 +1,7 @@
 """Reproduction of the seeds' comparisons with conventional methods (CUDA copies, MVAPICH2).
 
 Tolerances (DESIGN.md): values a parameter was calibrated on +-10%, predicted values +-15%.
-The calibration set is declared in tca.baselines.calibrate.CALIBRATION:
+The calibration set is declared in tca.peach.baselines.calibrate.CALIBRATION:
   peach3-testbed  cuda.call_overhead            seed 003 §3.1 Fig. 2: cudaMemcpy ~3 x 2.8 us
   ha-pacs-tca     mvapich2.cuda_buffer_check    seed 001: MVAPICH2-GDR 2.0b 6.5 us with GDR
   ha-pacs-tca     mvapich2.staging_copy_overhead seed 001: 17 us without GDR
@@ -16,9 +16,9 @@ import copy
 
 import pytest
 from fixture_platforms import fixture_params
-from tca.baselines import BASELINES, pingpong_bandwidth_gbs
-from tca.baselines.calibrate import CALIBRATION, solve
-from tca.baselines.mvapich2 import MpiIb
+from tca.peach.baselines import BASELINES, pingpong_bandwidth_gbs
+from tca.peach.baselines.calibrate import CALIBRATION, solve
+from tca.peach.baselines.mvapich2 import MpiIb
 
 CALIBRATED, PREDICTED = 0.10, 0.15
 KiB, MiB = 1 << 10, 1 << 20

@@ -1,7 +1,7 @@
 """Parameters of the baseline models: a platform's ``[baselines.*]`` tables.
 
 They are written like the rest of the platform files and loaded by the one platform loader
-(:func:`tca.platforms.load`), which checks each entry's fields, unit and allowed range::
+(:func:`tca.peach.platforms.load`), which checks each entry's fields, unit and allowed range::
 
     call_overhead = { value = "6.6 us", source = "...", calibrated = "..." }
 
@@ -88,7 +88,7 @@ def table(baselines: dict, name: str) -> Params:
 def load(platform: str | Path) -> dict:
     """The ``[baselines]`` tables of a platform (a name such as ``ha-pacs-tca`` or a ``.toml``
     path): ``{table: {key: {"value", "source", "calibrated"}}}``."""
-    from tca import platforms
+    from tca.peach import platforms
 
     loaded = platforms.load(str(platform))
     baselines = loaded.baselines()
