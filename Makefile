@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.requirements-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup native demo test test-rust test-python bench lint clean
+.PHONY: all setup native demo test test-rust test-python examples-rust examples-expected bench lint clean
 
 all: native
 
@@ -34,12 +34,21 @@ test: test-rust test-python test-c
 test-rust:
 	cargo test --release --workspace --exclude tca-py
 
-test-python: native
+# tests/test_examples.py runs the Rust, Python and C examples against tests/examples/*.out.
+test-python: native examples examples-rust
 	$(PY) -m pytest -q
+
+examples-rust:
+	cargo build --release -p tca-sim --examples
+
+# After a deliberate model change: rewrite the exact lines of tests/examples/*.out (explain the
+# diff in the commit; tests/examples/README.md).
+examples-expected: native examples examples-rust
+	$(PY) tests/test_examples.py --update
 
 bench: native
 	cargo bench -p base --bench event_queue
-	$(PY) -m tca.bench.event_queue
+	$(PY) -m tca.peach.bench.event_queue
 
 lint: native
 	$(PY) tools/check_layout.py
@@ -82,4 +91,4 @@ test-c: examples native
 
 # Ping-pong on this machine: shm PIO / DMA against MPI-3 RMA (Open MPI, MPICH) and memcpy.
 bench-shm: examples native
-	$(PY) -m tca.shm_bench
+	$(PY) -m tca.peach.shm_bench

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from tca import launch
+from tca.peach import launch
 
 
 def tca_run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -6,9 +6,9 @@ was calibrated (``tca platforms --show NAME``).
 """
 
 import pytest
-from tca import platforms
-from tca.baselines import BASELINES, load_params
-from tca.bench import block_stride, pingpong
+from tca.peach import platforms
+from tca.peach.baselines import BASELINES, load_params
+from tca.peach.bench import block_stride, pingpong
 
 CALIBRATED, PREDICTED = 0.10, 0.15
 SIZES = [8, 2048, 4096, 8192, 1 << 20, 4 << 20]
@@ -136,7 +136,7 @@ def test_block_stride_face_exchange_is_checked_and_grows_with_n():
 
 
 def test_seed003_fig2_tca_2_8_us_about_3x_faster_than_cudamemcpy_inside_a_node():
-    from tca.bench import local_copy
+    from tca.peach.bench import local_copy
 
     rows = local_copy.run(platforms.load("peach3-testbed"), [4, 16384, 1 << 20])
     us = {(r.series, r.x): r.value for r in rows if r.unit == "us"}

@@ -7,8 +7,8 @@ The calibration set is declared in the platform file: host.inbound_bandwidth (Fi
 """
 
 import pytest
-from tca import platforms
-from tca.bench import dma_bw
+from tca.peach import platforms
+from tca.peach.bench import dma_bw
 
 CALIBRATED, PREDICTED = 0.10, 0.15
 

@@ -7,10 +7,10 @@ import sys
 
 import numpy as np
 import pytest
-import tca.sim
+import tca.peach.sim
 from conftest import ROOT
 from tca import TcaError
-from tca.api import DMA_NOTIFY, DMA_NOTIFY_SELF, DeadlockError, Desc, TcaApiError, tcaGetErrorString
+from tca.peach.api import DMA_NOTIFY, DMA_NOTIFY_SELF, DeadlockError, Desc, TcaApiError, tcaGetErrorString
 
 PLATFORM = "peach2-testbed-2013"
 
@@ -38,7 +38,7 @@ def test_bad_input_gives_specific_error_codes():
         ctx.barrier()
         return {k: (e.name, e.code) for k, e in errors.items()}
 
-    got = tca.sim.run(PLATFORM, 2, program)[0]
+    got = tca.peach.sim.run(PLATFORM, 2, program)[0]
     assert got["size"][0] == "SizeNotMultipleOf4"
     assert got["align"][0] == "AlignmentMismatch"
     assert got["bounds"][0] == "OutOfBounds"
@@ -84,7 +84,7 @@ def test_notify_goes_to_the_destination_and_notify_self_to_the_sender():
         ctx.barrier()  # the second entry has been sent too once rank 0 passed wait_dmac
         return ctx.read(mine, 0, 64)
 
-    assert tca.sim.run(PLATFORM, 2, program)[1] == bytes(range(64))
+    assert tca.peach.sim.run(PLATFORM, 2, program)[1] == bytes(range(64))
 
 
 def test_block_stride_lands_exactly_where_expected():
@@ -103,7 +103,7 @@ def test_block_stride_lands_exactly_where_expected():
         ctx.barrier()
         return np.frombuffer(ctx.read(dst, 0, 1024), dtype=np.uint8)
 
-    got = tca.sim.run(PLATFORM, 2, program)[1]
+    got = tca.peach.sim.run(PLATFORM, 2, program)[1]
     expected = np.zeros(1024, dtype=np.uint8)
     for i in range(4):
         expected[128 + i * 128 : 128 + i * 128 + 16] = np.arange(16 + i * 64, 32 + i * 64)
@@ -123,7 +123,7 @@ def test_pio_stores_land_in_the_peer_buffer():
         ctx.barrier()
         return t
 
-    t = tca.sim.run(PLATFORM, 2, program)[1]
+    t = tca.peach.sim.run(PLATFORM, 2, program)[1]
     assert 0.5e-6 < t < 2e-6  # about one PIO latency after the start
 
 
@@ -134,7 +134,7 @@ def test_deadlock_names_what_each_rank_waits_for():
         ctx.wait_dma_recv(peers[1 - ctx.rank], 3, 99)
 
     with pytest.raises(DeadlockError, match=r"rank 0 waits for tcaWaitDMARecvDesc.*slot 3, tag 99"):
-        tca.sim.run(PLATFORM, 2, program)
+        tca.peach.sim.run(PLATFORM, 2, program)
 
 
 def test_a_failing_rank_is_reported_not_its_peers_deadlock():
@@ -144,12 +144,12 @@ def test_a_failing_rank_is_reported_not_its_peers_deadlock():
         ctx.barrier()
 
     with pytest.raises(RuntimeError, match="rank 1 gives up"):
-        tca.sim.run(PLATFORM, 2, program)
+        tca.peach.sim.run(PLATFORM, 2, program)
 
 
 def test_more_ranks_than_nodes_is_an_error():
     with pytest.raises(TcaError, match="platform peach2-testbed-2013 has 2 nodes"):
-        tca.sim.run(PLATFORM, 3, lambda ctx: None)
+        tca.peach.sim.run(PLATFORM, 3, lambda ctx: None)
 
 
 def test_multi_rank_runs_are_deterministic():
@@ -165,7 +165,7 @@ def test_multi_rank_runs_are_deterministic():
         ctx.wait_dma_recv(peers[prv], 0, prv)
         return ctx.wtime()
 
-    runs = [tca.sim.run("ha-pacs-tca", 16, program) for _ in range(2)]
+    runs = [tca.peach.sim.run("ha-pacs-tca", 16, program) for _ in range(2)]
     assert runs[0] == runs[1]
     assert len(set(runs[0])) > 1  # ranks see different (hop-dependent) times
 
@@ -187,7 +187,7 @@ def test_python_example_prints_what_its_program_returns():
     )
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    here = tca.sim.run(PLATFORM, 2, lambda ctx: example.pingpong(ctx, 4096))
+    here = tca.peach.sim.run(PLATFORM, 2, lambda ctx: example.pingpong(ctx, 4096))
     assert float(m.group(1)) == round(here[0], 2)  # rank 0 prints its own measurement
     assert 4.0 < here[0] < 12.0 and abs(here[1] - here[0]) < 0.05 * here[0]
 
@@ -211,6 +211,6 @@ def test_remote_read_by_proxy_write_returns_the_right_bytes():
         ctx.barrier()
         return None
 
-    data, took = tca.sim.run(PLATFORM, 2, program)[0]
+    data, took = tca.peach.sim.run(PLATFORM, 2, program)[0]
     assert data == bytes([11]) * 512
     assert took > 3e-6  # includes the responder's interrupt handling

@@ -2,7 +2,7 @@
 
 Rank 0 sends a buffer to rank 1 with a DMA that notifies the receiver; rank 1 answers the same
 way. The time of 100 round trips, halved, is the one-way latency. The same file runs on a
-simulated platform or for real on this host (see tca.program):
+simulated platform or for real on this host (see tca.peach.program):
 
     python examples/python/pingpong.py [SIZE] [--json]               # simulated 2013 testbed
     TCA_PLATFORM=ha-pacs-tca python examples/python/pingpong.py 4096  # simulated HA-PACS/TCA
@@ -13,9 +13,9 @@ With ``--json`` rank 0 prints the result as benchmark rows (latency and bandwidt
 
 import sys
 
-import tca.program
-from tca.api import DMA_NOTIFY, Desc
+import tca.peach.program
 from tca.common.report import latency_and_bandwidth, to_json
+from tca.peach.api import DMA_NOTIFY, Desc
 
 ROUND_TRIPS = 100
 
@@ -53,21 +53,21 @@ def main():
     as_json = "--json" in args
     sizes = [a for a in args if a != "--json"]
     if len(sizes) > 1:
-        tca.program.fail("usage: pingpong.py [SIZE] [--json]")
-    size = tca.program.size_argument(sizes[0] if sizes else None, default=8)
+        tca.peach.program.fail("usage: pingpong.py [SIZE] [--json]")
+    size = tca.peach.program.size_argument(sizes[0] if sizes else None, default=8)
 
     def program(ctx):
         one_way_us = pingpong(ctx, size)
         if ctx.rank == 0 and as_json:
             rows = latency_and_bandwidth(
-                "pingpong", tca.program.platform_label(), "GPU-GPU DMA", size, one_way_us
+                "pingpong", tca.peach.program.platform_label(), "GPU-GPU DMA", size, one_way_us
             )
             print(to_json(rows), flush=True)
         elif ctx.rank == 0:
             print(f"GPU-GPU DMA ping-pong, {size} B: {one_way_us:.2f} us one way", flush=True)
         return one_way_us
 
-    tca.program.main(program)
+    tca.peach.program.main(program)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,11 @@
 """Bad input to the baseline models: one-line TcaError messages."""
 
-from pathlib import Path
-
 import pytest
+from fixture_platforms import fixture_params
 from tca import TcaError
-from tca.baselines import BASELINES, PAIRS, load_params
+from tca.peach.baselines import BASELINES, PAIRS
 
-PARAMS = load_params(Path(__file__).parent / "fixtures" / "ha-pacs-tca.toml")
+PARAMS = fixture_params("ha-pacs-tca")
 
 
 def message(name, pair, size) -> str:

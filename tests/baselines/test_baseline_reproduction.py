@@ -1,7 +1,7 @@
 """Reproduction of the seeds' comparisons with conventional methods (CUDA copies, MVAPICH2).
 
 Tolerances (DESIGN.md): values a parameter was calibrated on +-10%, predicted values +-15%.
-The calibration set is declared in tca.baselines.calibrate.CALIBRATION:
+The calibration set is declared in tca.peach.baselines.calibrate.CALIBRATION:
   peach3-testbed  cuda.call_overhead            seed 003 §3.1 Fig. 2: cudaMemcpy ~3 x 2.8 us
   ha-pacs-tca     mvapich2.cuda_buffer_check    seed 001: MVAPICH2-GDR 2.0b 6.5 us with GDR
   ha-pacs-tca     mvapich2.staging_copy_overhead seed 001: 17 us without GDR
@@ -13,14 +13,13 @@ each test, so that these tests check the baselines and not the TCA simulator.
 """
 
 import copy
-from pathlib import Path
 
 import pytest
-from tca.baselines import BASELINES, load_params, pingpong_bandwidth_gbs
-from tca.baselines.calibrate import CALIBRATION, solve
-from tca.baselines.mvapich2 import MpiIb
+from fixture_platforms import fixture_params
+from tca.peach.baselines import BASELINES, pingpong_bandwidth_gbs
+from tca.peach.baselines.calibrate import CALIBRATION, solve
+from tca.peach.baselines.mvapich2 import MpiIb
 
-FIXTURES = Path(__file__).parent / "fixtures"
 CALIBRATED, PREDICTED = 0.10, 0.15
 KiB, MiB = 1 << 10, 1 << 20
 MIN = 4  # the smallest message of a sweep (TCA transfers are multiples of 4 bytes)
@@ -28,17 +27,17 @@ MIN = 4  # the smallest message of a sweep (TCA transfers are multiples of 4 byt
 
 @pytest.fixture(scope="module")
 def testbed():
-    return load_params(FIXTURES / "peach2-testbed-2013.toml")
+    return fixture_params("peach2-testbed-2013")
 
 
 @pytest.fixture(scope="module")
 def hapacs():
-    return load_params(FIXTURES / "ha-pacs-tca.toml")
+    return fixture_params("ha-pacs-tca")
 
 
 @pytest.fixture(scope="module")
 def peach3():
-    return load_params(FIXTURES / "peach3-testbed.toml")
+    return fixture_params("peach3-testbed")
 
 
 def lat(name, params, pair, size):
@@ -76,7 +75,7 @@ def test_seed003_cudamemcpy_about_3x_tca_minimum(peach3):
 @pytest.mark.parametrize("target", CALIBRATION, ids=lambda t: f"{t.platform}:{t.key}")
 def test_fixture_values_are_the_solved_calibration(target):
     # The calibrated values written in the platform tables are what the solver gives (1%).
-    params = load_params(FIXTURES / f"{target.platform}.toml")
+    params = fixture_params(target.platform)
     written = float(params[target.table][target.key]["value"].split()[0])
     assert within(written, solve(copy.deepcopy(params), target), 0.01)
 
@@ -204,7 +203,7 @@ def test_seed000_fig10_mvapich2_overtakes_the_880_mb_s_gpu_read_limit(testbed):
 @pytest.mark.parametrize("platform", ["peach2-testbed-2013", "ha-pacs-tca", "peach3-testbed"])
 @pytest.mark.parametrize("name", sorted(BASELINES))
 def test_latency_grows_with_size_and_bandwidth_stays_physical(platform, name):
-    params = load_params(FIXTURES / f"{platform}.toml")
+    params = fixture_params(platform)
     baseline = BASELINES[name]
     for pair in baseline.pairs:
         sizes = [1, 2, 3] + SWEEP + [12345, 3 * MiB + 7]

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from tca import launch
+from tca.peach import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Python rank programs written with tca.program: the same file on the shm fabric (processes,
+"""Python rank programs written with tca.peach.program: the same file on the shm fabric (processes,
 real time) and on a simulated platform (`tca run --fabric sim`)."""
 
 import subprocess
@@ -34,8 +34,8 @@ def test_api_errors_reach_python_on_the_shm_fabric(tmp_path):
             """
             import sys
 
-            import tca.program
-            from tca.api import Desc, TcaApiError
+            import tca.peach.program
+            from tca.peach.api import Desc, TcaApiError
 
             def errors(ctx):
                 mine = ctx.malloc(256)
@@ -54,7 +54,7 @@ def test_api_errors_reach_python_on_the_shm_fabric(tmp_path):
                 ctx.barrier()
                 sys.stdout.write(f"{ctx.rank} {','.join(found)}\\n")  # one write: ranks share stdout
 
-            tca.program.main(errors)
+            tca.peach.program.main(errors)
             """
         )
     )

@@ -9,6 +9,8 @@
 //! advances the clock and hands the event to [`Model::handle`] together with a [`Context`] through
 //! which the model schedules further events and records trace spans.
 
+#![warn(missing_docs)]
+
 mod queue;
 mod time;
 mod trace;
@@ -157,18 +159,33 @@ mod tests {
 
     #[test]
     fn spans_are_recorded_only_with_a_trace() {
-        struct Spanner;
+        /// Spans each event as "e<n>" and notes whether the context was tracing.
+        struct Spanner {
+            tracing: Vec<bool>,
+        }
         impl Model for Spanner {
-            type Event = ();
-            fn handle(&mut self, ctx: &mut Context<'_, ()>, _: ()) {
-                ctx.span(TrackId(0), "x", SimTime::ZERO, SimTime::from_ns(2));
+            type Event = u32;
+            fn handle(&mut self, ctx: &mut Context<'_, u32>, n: u32) {
+                self.tracing.push(ctx.tracing());
+                let now = ctx.now();
+                ctx.span(TrackId(0), &format!("e{n}"), now, now + SimTime::from_ns(2));
             }
         }
         let mut trace = Trace::new();
         trace.track("link");
         let mut sim = Simulation::new();
-        sim.schedule_at(SimTime::ZERO, ());
-        sim.run(&mut Spanner, Some(&mut trace));
+        for n in 1..=3 {
+            sim.schedule_at(SimTime::from_ns(u64::from(n)), n);
+        }
+        let mut model = Spanner { tracing: vec![] };
+        // Event 1 without a trace, event 2 with one, event 3 without again.
+        assert_eq!(sim.step(&mut model, None), Some(SimTime::from_ns(1)));
+        assert_eq!(sim.step(&mut model, Some(&mut trace)), Some(SimTime::from_ns(2)));
+        assert_eq!(sim.run(&mut model, None), SimTime::from_ns(3));
+        assert_eq!(model.tracing, [false, true, false]);
         assert_eq!(trace.span_count(), 1);
+        let json = trace.to_json();
+        assert!(json.contains("\"e2\""), "{json}");
+        assert!(!json.contains("\"e1\"") && !json.contains("\"e3\""), "{json}");
     }
 }

@@ -34,6 +34,7 @@ impl<E> Default for EventQueue<E> {
 }
 
 impl<E> EventQueue<E> {
+    /// An empty queue at time zero.
     pub fn new() -> Self {
         Self {
             now: VecDeque::new(),
@@ -119,10 +120,12 @@ impl<E> EventQueue<E> {
         self.buckets.get(i)?.iter().map(|e| e.0).min().map(SimTime::from_ps)
     }
 
+    /// Number of pending events.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// No event is pending.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

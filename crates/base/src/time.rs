@@ -9,18 +9,24 @@ use std::ops::{Add, AddAssign, Sub};
 pub struct SimTime(u64);
 
 impl SimTime {
+    /// The start of a simulation; a zero duration.
     pub const ZERO: SimTime = SimTime(0);
+    /// The latest representable time (about 213 days).
     pub const MAX: SimTime = SimTime(u64::MAX);
 
+    /// `ps` picoseconds.
     pub const fn from_ps(ps: u64) -> Self {
         SimTime(ps)
     }
+    /// `ns` nanoseconds; `ns` must not exceed `u64::MAX / 1000`.
     pub const fn from_ns(ns: u64) -> Self {
         SimTime(ns * 1_000)
     }
+    /// `us` microseconds; `us` must not exceed `u64::MAX / 1_000_000`.
     pub const fn from_us(us: u64) -> Self {
         SimTime(us * 1_000_000)
     }
+    /// The time in picoseconds.
     pub const fn as_ps(self) -> u64 {
         self.0
     }
@@ -37,9 +43,11 @@ impl SimTime {
         let ps = (bytes as u128 * 1_000_000_000_000).div_ceil(bytes_per_second as u128);
         SimTime(ps as u64)
     }
+    /// `self - other`, or zero if `other` is later.
     pub fn saturating_sub(self, other: SimTime) -> SimTime {
         SimTime(self.0.saturating_sub(other.0))
     }
+    /// The later of the two.
     pub fn max(self, other: SimTime) -> SimTime {
         if self >= other {
             self

@@ -35,10 +35,12 @@ impl Trace {
     /// Default limit on stored spans (a few hundred MB of JSON at most).
     pub const DEFAULT_MAX_SPANS: usize = 1_000_000;
 
+    /// An empty trace keeping up to [`Self::DEFAULT_MAX_SPANS`] spans.
     pub fn new() -> Self {
         Self::with_limit(Self::DEFAULT_MAX_SPANS)
     }
 
+    /// An empty trace keeping up to `max_spans` spans.
     pub fn with_limit(max_spans: usize) -> Self {
         Self { processes: vec![], tracks: vec![], spans: vec![], max_spans, dropped: 0 }
     }
@@ -67,6 +69,7 @@ impl Trace {
         self.spans.push(Span { track, name: name.to_owned(), start, end });
     }
 
+    /// Spans stored (at most the limit).
     pub fn span_count(&self) -> usize {
         self.spans.len()
     }

@@ -19,7 +19,12 @@ use crate::SimTime;
 pub enum UnitError {
     /// The unit is missing or belongs to another dimension.
     #[error("expected {expected}, got '{got}'")]
-    WrongUnit { expected: &'static str, got: String },
+    WrongUnit {
+        /// The dimension and the units it accepts, e.g. "a time in ps, ns, us, ms or s".
+        expected: &'static str,
+        /// The text as given, trimmed.
+        got: String,
+    },
     /// A minus sign.
     #[error("'{0}' is negative")]
     Negative(String),

@@ -5,6 +5,8 @@
 //! a 2 B sequence number and 4 B LCRC from the data link layer, 1 B start and 1 B end framing,
 //! giving 4 GB/s x 256/(256+16+2+4+1+1) = 3.66 GB/s with 256 B payloads.
 
+#![warn(missing_docs)]
+
 use base::SimTime;
 
 /// PCIe generation: fixes the line encoding and the framing of a TLP.
@@ -63,9 +65,11 @@ impl TlpKind {
 /// One direction of a PCIe link, as written in a platform file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkSpec {
+    /// Gen2 or Gen3: fixes the line code (8b/10b or 128b/130b) and the framing.
     pub generation: Generation,
     /// Transfers per second per lane (5e9 for Gen2).
     pub rate_per_lane: u64,
+    /// Link width (seed 000 §3.3: PEACH2's four ports are Gen2 x8).
     pub lanes: u32,
     /// Max Payload Size [bytes].
     pub max_payload: u64,

@@ -1,6 +1,6 @@
 //! The TCA API's values for Python: handles, descriptor chains, flags, result codes, and how
-//! a failed fabric call becomes a Python exception (`tca.api.TcaApiError` with `.code` and
-//! `.name`; `tca.api.DeadlockError` for a deadlock on the simulator).
+//! a failed fabric call becomes a Python exception (`tca.peach.api.TcaApiError` with `.code` and
+//! `.name`; `tca.peach.api.DeadlockError` for a deadlock on the simulator).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -8,7 +8,7 @@ use pyo3::types::PyBytes;
 use tca_proto::{DmaFlags, DmaMode, FabricError, MemoryType, TcaError};
 
 fn raise<'py>(py: Python<'py>, class: &str, args: impl IntoPyObject<'py, Target = pyo3::types::PyTuple>) -> PyErr {
-    match py.import("tca.api").and_then(|m| m.getattr(class)).and_then(|cls| cls.call1(args)) {
+    match py.import("tca.peach.api").and_then(|m| m.getattr(class)).and_then(|cls| cls.call1(args)) {
         Ok(v) => PyErr::from_value(v),
         Err(err) => err,
     }

@@ -81,6 +81,32 @@ impl Platform {
             .collect()
     }
 
+    /// The `[baselines.<table>]` parameters, checked at load:
+    /// `{table: {name: {"value", "source", "calibrated"}}}`, whole numbers as `int`, quantities
+    /// and words as written (`"6.6 us"`, `"QDR"`), `calibrated` `None` unless fitted.
+    fn baselines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let tables = PyDict::new(py);
+        for b in &self.inner.baselines {
+            let table = match tables.get_item(&b.table)? {
+                Some(t) => t.downcast_into::<PyDict>()?,
+                None => {
+                    let t = PyDict::new(py);
+                    tables.set_item(&b.table, &t)?;
+                    t
+                }
+            };
+            let entry = PyDict::new(py);
+            match &b.value {
+                platform::baselines::BaselineValue::Integer(n) => entry.set_item("value", n)?,
+                platform::baselines::BaselineValue::Text(s) => entry.set_item("value", s)?,
+            }
+            entry.set_item("source", &b.source)?;
+            entry.set_item("calibrated", &b.calibrated)?;
+            table.set_item(&b.name, entry)?;
+        }
+        Ok(tables)
+    }
+
     /// The seed's numbers stored with the platform (`[[reference]]`).
     fn references<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         self.inner

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tca import TcaError, _native, platforms
-from tca.bench import block_stride, dma_bw, local_copy, pingpong
+from tca import TcaError, _native
 from tca.cli.output import add_options, check_files, emit
 from tca.common import report
 from tca.common.progress import progress_bar
+from tca.peach import platforms
+from tca.peach.bench import block_stride, dma_bw, local_copy, pingpong
 from tca.units import parse_sizes
 
 
@@ -100,7 +101,7 @@ def cmd_pingpong(args: argparse.Namespace) -> int:
     if args.fabric == "shm":
         # This machine, for real: the C ping-pong on the shm fabric beside MPI-3 RMA (Open MPI,
         # MPICH) and the memcpy / plain-store floors, all in this one run.
-        from tca import shm_bench
+        from tca.peach import shm_bench
 
         if args.plot or args.trace or args.platform:
             raise TcaError("--fabric shm takes --sizes and --json only")
@@ -111,7 +112,7 @@ def cmd_pingpong(args: argparse.Namespace) -> int:
         raise TcaError("--platform is required with --fabric sim")
     baselines = []
     if args.baseline:
-        from tca.baselines import BASELINES
+        from tca.peach.baselines import BASELINES
 
         names = list(BASELINES) if args.baseline == "all" else args.baseline.split(",")
         for n in names:

@@ -13,13 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
-from tca import TcaError, platforms, sim
-from tca.bench import dma_bw, pingpong
+from tca import TcaError
 from tca.cli.bench import run_dma_bw
 from tca.cli.output import show
 from tca.common import report
 from tca.common.outfile import writable_dir
 from tca.common.progress import progress_bar
+from tca.peach import platforms, sim
+from tca.peach.bench import dma_bw, pingpong
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "python" / "pingpong.py"
@@ -75,7 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     section(rows, "PEACH3 vs PEACH2 and MPI/IB, GPU-GPU ping-pong (seed 003 Fig. 4-5)", "pingpong-peach3")
 
     print("The same program, examples/python/pingpong.py, for real on this host (tca run -n 2:")
-    print("shared-memory fabric, real time) and on the simulated HA-PACS/TCA (tca.sim).\n")
+    print("shared-memory fabric, real time) and on the simulated HA-PACS/TCA (tca.peach.sim).\n")
     section(
         real_and_simulated(SIZES),
         "One Python ping-pong program: this host (shm) vs simulated HA-PACS/TCA",
@@ -145,7 +146,7 @@ def real_and_simulated(sizes: list[int]) -> list[report.Row]:
 
 def shm_against_mpi() -> None:
     """This host's shm fabric (PIO) against MPI-3 RMA, 8 B, one run each."""
-    from tca import shm_bench
+    from tca.peach import shm_bench
 
     if not (shm_bench.BIN / "pingpong").exists():
         print("# shm vs MPI-3 RMA: the C benchmarks are not built (make examples); skipped")

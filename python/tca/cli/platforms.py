@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tca import platforms
+from tca.peach import platforms
 
 
 def add_parser(subparsers) -> None:

@@ -1,11 +1,11 @@
 """``tca run -n N [--fabric shm|sim --platform P] PROGRAM [ARGS...]``: the launcher
-(:mod:`tca.launch`)."""
+(:mod:`tca.peach.launch`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from tca import launch
+from tca.peach import launch
 
 
 def add_parser(subparsers) -> None:

@@ -6,11 +6,13 @@
 //! table), rejects unknown keys, and keeps the list of parameters with their sources for reports.
 //! No value reaches a model without passing its range.
 
+pub mod baselines;
 pub mod limits;
 
 use crate::router::Port;
 use base::units::UnitError;
 use base::SimTime;
+use baselines::BaselineParam;
 use limits::{Kind, Limit};
 use pcie::{Generation, LinkSpec};
 use std::collections::BTreeSet;
@@ -20,7 +22,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct PlatformError {
+    /// The file, as given to [`Platform::load`] or [`Platform::parse`].
     pub path: String,
+    /// The problem, starting with the dotted key it concerns where there is one.
     pub message: String,
 }
 
@@ -40,12 +44,19 @@ pub struct Param {
 /// A number the seed states, to be shown beside the model's value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reference {
+    /// The benchmark that reproduces it (`tca bench NAME`), e.g. `pingpong`.
     pub benchmark: String,
+    /// The seed's experiment the number belongs to, e.g. `fig4`.
     pub experiment: String,
+    /// The series of the seed's table or figure, e.g. `Register/Chaining`.
     pub series: String,
+    /// Where on the x axis: the message size in bytes for size sweeps.
     pub x: f64,
+    /// The seed's number, in `unit`.
     pub value: f64,
+    /// `us`, `GB/s`, `%`, ... (the units of benchmark rows, DESIGN.md).
     pub unit: String,
+    /// The seed, section and table or figure the number is read from.
     pub source: String,
     /// `calibrated` if a parameter was fitted to this number, else `predicted`.
     pub kind: String,
@@ -81,9 +92,13 @@ pub struct HostSpec {
 /// Endpoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cable {
+    /// Node at one end.
     pub a: u32,
+    /// Its PEACH2 port (E, W or S).
     pub a_port: Port,
+    /// Node at the other end.
     pub b: u32,
+    /// Its PEACH2 port.
     pub b_port: Port,
 }
 
@@ -91,6 +106,7 @@ pub struct Cable {
 /// Allowed range of each field: [`limits::LIMITS`] (`gpu.*`); 1 to [`limits::MAX_GPUS`] GPUs.
 #[derive(Debug, Clone)]
 pub struct GpuSpec {
+    /// The GPU's name, for reports (e.g. `NVIDIA K20 (Kepler, GDDR5 5 GB)`).
     pub model: String,
     /// Socket of each GPU; PEACH2 sits on socket 0.
     pub sockets: Vec<u32>,
@@ -104,9 +120,13 @@ pub struct GpuSpec {
 /// Allowed range of each field: [`limits::LIMITS`] (`peach2.*`).
 #[derive(Debug, Clone)]
 pub struct Peach2Spec {
+    /// Clock of the chip's logic in Hz (seed 000 §3.6: 250 MHz).
     pub clock_hz: u64,
+    /// DMA channels of the controller (seed 000 §3.5.2: 4).
     pub dma_channels: u32,
+    /// Bytes of one DMA descriptor (seed 000 §4.1.1: 32 B).
     pub descriptor_bytes: u64,
+    /// Descriptors the chip holds in registers, without a fetch from memory (seed 001: 16).
     pub register_slots: u32,
     /// Cycles to decode one descriptor (fetched or from registers) and start its reads.
     pub descriptor_cycles: u64,
@@ -136,19 +156,26 @@ impl Peach2Spec {
 pub struct AddressMapSpec {
     /// Base PCIe address of the window the host maps to PEACH2.
     pub window_base: u64,
+    /// Bytes of the window (seed 000 §3.4: 512 GiB).
     pub window_bytes: u64,
+    /// Nodes the window is divided among, each getting `window_bytes / max_nodes`.
     pub max_nodes: u32,
     /// Bytes of each node's part reserved for host memory (the rest is split among GPUs).
     pub host_bytes: u64,
+    /// Bytes of each node's part reserved for each GPU's memory.
     pub gpu_bytes: u64,
 }
 
 /// A loaded platform.
 #[derive(Debug, Clone)]
 pub struct Platform {
+    /// `platform.name`, e.g. `peach2-testbed-2013`.
     pub name: String,
+    /// `platform.description`: the machine in one line.
     pub description: String,
+    /// `platform.source`: the seed the machine is described in.
     pub source: String,
+    /// The file the platform was loaded from.
     pub path: PathBuf,
     /// 1 to 16 and at most `address_map.max_nodes`.
     pub nodes: u32,
@@ -160,13 +187,20 @@ pub struct Platform {
     pub cable_link: LinkSpec,
     /// CPU root port to each GPU.
     pub gpu_link: LinkSpec,
+    /// Each node's CPU, memory and QPI (`[host]`).
     pub host: HostSpec,
+    /// Each node's GPUs (`[gpu]`).
     pub gpu: GpuSpec,
+    /// The PEACH2 chip of each node (`[peach2]`).
     pub peach2: Peach2Spec,
+    /// The division of the shared PCIe window (`[address_map]`).
     pub address_map: AddressMapSpec,
+    /// Every hardware parameter as written, with its source, in the order read (for reports).
     pub params: Vec<Param>,
     /// Their `x` and `value` are finite and positive.
     pub references: Vec<Reference>,
+    /// The `[baselines.<table>]` parameters, checked, in table and key order ([`baselines`]).
+    pub baselines: Vec<BaselineParam>,
 }
 
 impl Platform {
@@ -251,6 +285,7 @@ impl Reader<'_> {
             host_bytes: self.bytes("address_map.host_size")?,
             gpu_bytes: self.bytes("address_map.gpu_size")?,
         };
+        let baselines = self.baselines()?;
         let references = self.references()?;
         let platform = Platform {
             name,
@@ -268,6 +303,7 @@ impl Reader<'_> {
             address_map,
             params: std::mem::take(&mut self.params),
             references,
+            baselines,
         };
         limits::check_platform(&platform)?;
         Ok(platform)
@@ -510,9 +546,7 @@ impl Reader<'_> {
     /// Every parameter key present in the file must have been read (catches typos).
     fn check_all_used(&self) -> Result<(), String> {
         for (section, value) in self.root {
-            // `[baselines.*]` belongs to the Python baseline models (tca.baselines), which
-            // check it themselves.
-            if section == "reference" || section == "baselines" {
+            if section == "reference" {
                 continue;
             }
             let Some(table) = value.as_table() else {

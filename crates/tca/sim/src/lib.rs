@@ -10,6 +10,8 @@
 //! [`run`] starts a job of rank programs; [`experiment::run_dma`] runs seed 000's intra-node
 //! DMA experiments.
 
+#![warn(missing_docs)]
+
 mod actions;
 pub mod experiment;
 mod job;

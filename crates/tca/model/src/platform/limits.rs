@@ -15,11 +15,17 @@ use super::{Cable, Platform};
 /// (bytes, picoseconds, bytes/s, Hz, transfers/s, or a plain count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A whole number without unit: lanes, channels, cycles.
     Count,
+    /// A size: "256 B", "4 KiB".
     Bytes,
+    /// A duration: "150 ns"; compared in picoseconds.
     Time,
+    /// Bytes per second: "3.66 GB/s".
     Bandwidth,
+    /// A clock: "250 MHz".
     Frequency,
+    /// PCIe transfers per second on one lane: "5 GT/s".
     TransferRate,
 }
 
@@ -40,7 +46,9 @@ impl Kind {
 /// What a value must be besides lying between the bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
+    /// Any value between the bounds.
     Any,
+    /// A power of two between the bounds.
     PowerOfTwo,
     /// A multiple of this many base units (written like the bounds).
     MultipleOf(&'static str),
@@ -51,10 +59,13 @@ pub enum Rule {
 pub struct Limit {
     /// Dotted key; a `*` part matches any one part (the three PCIe links share their limits).
     pub key: &'static str,
+    /// The dimension, which fixes the parser.
     pub kind: Kind,
-    /// Smallest and largest allowed value, written as in a platform file.
+    /// Smallest allowed value, written as in a platform file.
     pub min: &'static str,
+    /// Largest allowed value, written as in a platform file.
     pub max: &'static str,
+    /// What the value must be besides lying between the bounds.
     pub rule: Rule,
 }
 
@@ -128,6 +139,44 @@ pub const LIMITS: &[Limit] = &[
     // Pages of host memory and of GPU memory pinned for GPUDirect; at most 1 TiB each.
     limit("address_map.host_size", Bytes, "1 MiB", "1 TiB", MultipleOf("4 KiB")),
     limit("address_map.gpu_size", Bytes, "1 MiB", "1 TiB", MultipleOf("4 KiB")),
+    // `[baselines.*]`: the conventional methods' paths (docs/baselines.md). Hardware latencies
+    // are one hop each, as above; software costs per call (CUDA driver, MPI library) are
+    // microseconds (seed 001: 6.5-17 us for a whole MVAPICH2 ping-pong), 1 ms at most.
+    limit("baselines.node.pcie_latency", Time, "0 ns", "1 ms", Any),
+    limit("baselines.node.mmio_latency", Time, "0 ns", "1 ms", Any),
+    limit("baselines.node.host_memory_read_latency", Time, "0 ns", "1 ms", Any),
+    limit("baselines.node.p2p_latency", Time, "0 ns", "1 ms", Any),
+    limit("baselines.node.gpu_memory_latency", Time, "0 ns", "1 ms", Any),
+    limit("baselines.node.gpu_bar_read_latency", Time, "0 ns", "1 ms", Any),
+    limit("baselines.node.gpu_link_lanes", Count, "1", "32", Any),
+    limit("baselines.node.max_payload", Bytes, "128 B", "4 KiB", PowerOfTwo),
+    // Completions split at the read completion boundary (64 or 128 B) or at cache lines, and
+    // carry at most one max payload.
+    limit("baselines.node.read_completion_size", Bytes, "64 B", "4 KiB", PowerOfTwo),
+    limit("baselines.cuda.call_overhead", Time, "0 ns", "1 ms", Any),
+    limit("baselines.cuda.copy_engine_bandwidth", Bandwidth, "1 MB/s", "1000 GB/s", Any),
+    limit("baselines.cuda.p2p_write_bandwidth", Bandwidth, "1 MB/s", "1000 GB/s", Any),
+    // Pieces of a staged copy: from a page to 1 GiB (a GPU's memory is a few GiB).
+    limit("baselines.cuda.staging_chunk", Bytes, "4 KiB", "1 GiB", Any),
+    limit("baselines.mvapich2.mpi_overhead", Time, "0 ns", "1 ms", Any),
+    limit("baselines.mvapich2.cuda_buffer_check", Time, "0 ns", "1 ms", Any),
+    limit("baselines.mvapich2.staging_copy_overhead", Time, "0 ns", "1 ms", Any),
+    limit("baselines.mvapich2.hca_latency", Time, "0 ns", "1 ms", Any),
+    limit("baselines.mvapich2.wire_latency", Time, "0 ns", "1 ms", Any),
+    // InfiniBand Architecture Specification: MTUs of 256 B to 4 KiB; link widths 1x to 12x.
+    limit("baselines.mvapich2.mtu", Bytes, "256 B", "4 KiB", PowerOfTwo),
+    limit("baselines.mvapich2.ib_width", Count, "1", "12", Any),
+    // Host adapters per node (seed 001: dual rail); 16 is more than any node has slots for.
+    limit("baselines.mvapich2.rails", Count, "1", "16", Any),
+    limit("baselines.mvapich2.hca_link_lanes", Count, "1", "32", Any),
+    // Message-size switches of the MPI library, 1 B to 1 GiB.
+    limit("baselines.mvapich2.max_inline", Bytes, "1 B", "1 GiB", Any),
+    limit("baselines.mvapich2.striping_threshold", Bytes, "1 B", "1 GiB", Any),
+    limit("baselines.mvapich2.eager_threshold", Bytes, "1 B", "1 GiB", Any),
+    limit("baselines.mvapich2.gdr_limit", Bytes, "1 B", "1 GiB", Any),
+    limit("baselines.mvapich2.pipeline_chunk", Bytes, "4 KiB", "1 GiB", Any),
+    limit("baselines.mvapich2.memcpy_bandwidth", Bandwidth, "1 MB/s", "1000 GB/s", Any),
+    limit("baselines.mvapich2.gdr_read_bandwidth", Bandwidth, "1 MB/s", "1000 GB/s", Any),
 ];
 
 /// Most GPUs one node may have: the address map divides a node's part among them.

@@ -14,9 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tca import TcaError, _native, sim
-from tca.api import DMA_NOTIFY, Desc
+from tca import TcaError, _native
 from tca.common.report import Row
+from tca.peach import sim
+from tca.peach.api import DMA_NOTIFY, Desc
 
 BENCHMARK = "block-stride"
 DEFAULT_N = [2**k for k in range(1, 9)]  # 2 .. 256 (N = 512 needs 1 GiB per cube)

@@ -1,6 +1,6 @@
 """Ping-pong on this machine: the shm fabric against MPI-3 RMA and two floors, in one run.
 
-    python -m tca.shm_bench [--max 4M] [--scale 1.0] [--rounds 5] [--json]
+    python -m tca.peach.shm_bench [--max 4M] [--scale 1.0] [--rounds 5] [--json]
     (or: make bench-shm)
 
 Runs, in rounds, the C programs of ``examples/c`` (built by ``make examples`` into
@@ -30,7 +30,7 @@ from tca import TcaError
 from tca.common.report import Row, to_json
 from tca.units import parse_size_arg
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(os.environ.get("TCA_C_BIN", ROOT / "target" / "c"))
 
 
@@ -160,7 +160,7 @@ def json_rows(best: dict[str, dict[int, float]]) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tca.shm_bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m tca.peach.shm_bench", description=__doc__.splitlines()[0])
     p.add_argument("--max", default="4M", help="largest message (default 4M)")
     p.add_argument("--scale", type=float, default=1.0, help="iteration-count factor (default 1.0)")
     p.add_argument("--rounds", type=int, default=5, help="rounds of every series (default 5)")

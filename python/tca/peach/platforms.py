@@ -13,7 +13,7 @@ def platforms_dir() -> Path:
     env = os.environ.get("TCA_PLATFORMS")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "platforms"
+    return Path(__file__).resolve().parents[3] / "platforms"
 
 
 def available() -> list[Path]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tca.baselines import links
-from tca.baselines.params import table
+from tca.peach.baselines import links
+from tca.peach.baselines.params import table
 
 
 @dataclass(frozen=True)

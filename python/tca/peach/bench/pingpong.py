@@ -2,8 +2,8 @@
 (seed 000 §4.2-4.3, Fig. 7-10; seed 001; seed 003), beside models of CUDA and MVAPICH2.
 
 The method is the seeds': one rank sends, the other answers, round trips are timed and halved.
-The TCA side runs a real rank program on ``tca.sim`` (data moves and is checked); the baselines
-are models (``tca.baselines``, docs/baselines.md). Modes:
+The TCA side runs a real rank program on ``tca.peach.sim`` (data moves and is checked); the baselines
+are models (``tca.peach.baselines``, docs/baselines.md). Modes:
 
 - ``pio``: the sender's CPU stores the message into the peer's buffer; the receiver polls the
   last word of its buffer (seed 000 §4.2.1);
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tca import TcaError, _native, sim
-from tca.api import DMA_NOTIFY, Desc
+from tca import TcaError, _native
 from tca.common.report import Row, attach_references, latency_and_bandwidth
+from tca.peach import sim
+from tca.peach.api import DMA_NOTIFY, Desc
 
 BENCHMARK = "pingpong"
 PAIRS = ("cpu-cpu", "cpu-gpu", "gpu-cpu", "gpu-gpu")
@@ -122,7 +123,7 @@ def run(
         if progress:
             progress(i + 1, len(sizes))
     if baselines:
-        from tca import baselines as models
+        from tca.peach import baselines as models
 
         params = models.load_params(platform.path)
         for name in baselines:

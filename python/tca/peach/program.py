@@ -1,12 +1,12 @@
 """One rank program, any fabric.
 
-    import tca.program
+    import tca.peach.program
 
-    def program(ctx):              # the TCA API of one rank: tca.sim.Rank's methods
+    def program(ctx):              # the TCA API of one rank: tca.peach.sim.Rank's methods
         ...
 
     if __name__ == "__main__":
-        tca.program.main(program)
+        tca.peach.program.main(program)
 
 The same file runs:
 
@@ -29,7 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tca import TcaError, _native, sim
+from tca import TcaError, _native
+from tca.peach import sim
 from tca.units import parse_size_arg
 
 DEFAULT_PLATFORM = "peach2-testbed-2013"

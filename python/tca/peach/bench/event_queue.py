@@ -5,7 +5,7 @@ a random later time. For tca this is `EventQueue` pop + push (Rust, measured ins
 extension); for SimPy it is N processes each looping over ``yield env.timeout(delay)`` and
 ``env.step()`` delivering one event per step. Both use uniform delays, so the queue shapes match.
 
-Run: ``make bench`` or ``python -m tca.bench.event_queue [--steps N]``.
+Run: ``make bench`` or ``python -m tca.peach.bench.event_queue [--steps N]``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Running rank programs on a simulated platform.
 
-    import tca.sim
+    import tca.peach.sim
 
     def program(ctx):
         buf = ctx.malloc(4096, "gpu")
@@ -8,7 +8,7 @@
         ...
         return ctx.wtime()
 
-    results = tca.sim.run("peach2-testbed-2013", 2, program)
+    results = tca.peach.sim.run("peach2-testbed-2013", 2, program)
 
 Each rank runs ``program(ctx)`` in its own thread, one rank per node of the platform, against
 one virtual clock: API calls take the time the hardware model says, data really moves, and two
@@ -16,7 +16,7 @@ runs give the same results. ``ctx`` is a :class:`Rank`; its methods mirror the T
 (``malloc``/``free``, ``desc_set``, ``start_dma``, ``wait_dmac``, ``wait_dma_recv``, ``send_pio``)
 plus what the original programs did with MPI (``barrier``, ``allgather``, ``exchange``) and
 ``wtime()`` / ``compute(seconds)``. When every rank waits for something that cannot happen,
-every waiting call raises :class:`tca.api.DeadlockError` saying what each rank waits for.
+every waiting call raises :class:`tca.peach.api.DeadlockError` saying what each rank waits for.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tca import TcaError, _native, platforms
-from tca.api import DeadlockError, Handle
+from tca import TcaError, _native
 from tca.common.outfile import writable_file
+from tca.peach import platforms
+from tca.peach.api import DeadlockError, Handle
 
 
 class Rank:

@@ -30,10 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tca import TcaError
-from tca.baselines import links
-from tca.baselines.node import Node
-from tca.baselines.pairs import check
-from tca.baselines.params import table
+from tca.peach.baselines import links
+from tca.peach.baselines.node import Node
+from tca.peach.baselines.pairs import check
+from tca.peach.baselines.params import table
 
 
 @dataclass(frozen=True)

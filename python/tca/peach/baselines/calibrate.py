@@ -4,7 +4,7 @@ Three parameters are fitted, each to one published number; everything else the b
 report is predicted. Each fitted latency is affine in its parameter (the parameter is a
 software cost added once or twice on the path), so two evaluations solve it exactly.
 
-    python -m tca.baselines.calibrate PLATFORM_OR_TOML...
+    python -m tca.peach.baselines.calibrate PLATFORM_OR_TOML...
 
 prints, for every target whose platform is given, the value the parameter must take.
 """
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tca import TcaError
-from tca.baselines import BASELINES
-from tca.baselines.params import load
+from tca.peach.baselines import BASELINES
+from tca.peach.baselines.params import load
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ period) and exits with that rank's status. SIGTERM, SIGINT and SIGHUP sent to th
 forwarded to the ranks, which get the same grace period. Afterwards it removes any
 ``/dev/shm/tca-<job>-*`` a rank left behind (only possible when a rank died inside ``tcaInit``).
 
-``--fabric sim --platform P`` runs a Python program written with ``tca.program.main`` once, with
+``--fabric sim --platform P`` runs a Python program written with ``tca.peach.program.main`` once, with
 ``TCA_FABRIC=sim``, ``TCA_SIZE=N`` and ``TCA_PLATFORM=P``: its N ranks run as threads against the
 simulated platform's virtual clock (C programs run on the shm fabric only).
 """
@@ -127,13 +127,14 @@ def with_interpreter(program: list[str]) -> list[str]:
 
 
 def run_simulated(nranks: int, program: list[str], platform: str, timeout_s: float | None) -> int:
-    """Runs a ``tca.program`` Python file once; its ranks run on the simulated platform."""
-    from tca import platforms
+    """Runs a ``tca.peach.program`` Python file once; its ranks run on the simulated platform."""
+    from tca.peach import platforms
 
     platforms.resolve(platform)  # a bad name is an error here, not in the program
     if not program[0].endswith(".py"):
         raise TcaError(
-            f"--fabric sim runs Python programs written with tca.program ({program[0]} is not a .py file)"
+            f"--fabric sim runs Python programs written with tca.peach.program "
+            f"({program[0]} is not a .py file)"
         )
     env = dict(os.environ, TCA_FABRIC="sim", TCA_SIZE=str(nranks), TCA_PLATFORM=platform)
     for var in ("TCA_RANK", "TCA_JOB_ID"):

@@ -3,7 +3,7 @@
 Each baseline gives the one-way latency of a ping-pong (round trip / 2, the seeds' method) from
 physical parameters in the platform's ``[baselines.*]`` tables (``docs/baselines.md``)::
 
-    params = tca.baselines.load_params("ha-pacs-tca")
+    params = tca.peach.baselines.load_params("ha-pacs-tca")
     BASELINES["mvapich2-gdr"].pingpong_latency_us(params, "gpu-gpu", 4)      # us
     pingpong_bandwidth_gbs(BASELINES["mvapich2-gdr"], params, "gpu-gpu", 1 << 20)  # GB/s
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from tca.baselines.cuda import CudaPeer, CudaPeerUva
-from tca.baselines.mvapich2 import Mvapich2
-from tca.baselines.pairs import PAIRS
-from tca.baselines.params import load as load_params
+from tca.peach.baselines.cuda import CudaPeer, CudaPeerUva
+from tca.peach.baselines.mvapich2 import Mvapich2
+from tca.peach.baselines.pairs import PAIRS
+from tca.peach.baselines.params import load as load_params
 
 
 class Baseline(Protocol):

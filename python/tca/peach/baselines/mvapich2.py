@@ -29,7 +29,7 @@ GDR off above 512 KB. The model follows one ``MPI_Send`` -> ``MPI_Recv`` message
                  + destination write (the eager buffer's tail flag lands with the data; a
                  rendezvous adds the FIN message's host write)
 
-GPU copies inside MVAPICH2 use the CUDA copy model of the node (``tca.baselines.cuda``) with
+GPU copies inside MVAPICH2 use the CUDA copy model of the node (``tca.peach.baselines.cuda``) with
 MVAPICH2's own per-copy software cost (asynchronous copy + event polling) in place of a
 blocking call's.
 """
@@ -39,11 +39,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tca.baselines import links
-from tca.baselines.cuda import CudaCopies
-from tca.baselines.node import Node
-from tca.baselines.pairs import PAIRS, check
-from tca.baselines.params import table
+from tca.peach.baselines import links
+from tca.peach.baselines.cuda import CudaCopies
+from tca.peach.baselines.node import Node
+from tca.peach.baselines.pairs import PAIRS, check
+from tca.peach.baselines.params import table
 
 CONTROL_MESSAGE = 64  # bytes of an RTS or CTS packet's payload (MPI header + RDMA key/address)
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tca import TcaError, _native, sim
-from tca.api import Desc
+from tca import TcaError, _native
 from tca.common.report import Row, attach_references, latency_and_bandwidth
+from tca.peach import sim
+from tca.peach.api import Desc
 
 BENCHMARK = "local-copy"
 DEFAULT_SIZES = [2**k for k in range(2, 23)]  # 4 B .. 4 MiB
@@ -67,7 +68,7 @@ def run(
             if progress:
                 progress(done, 2 * len(sizes))
     if baseline:
-        from tca import baselines
+        from tca.peach import baselines
 
         params = baselines.load_params(platform.path)
         model = baselines.BASELINES["cuda-peer-uva"]
