@@ -1,5 +1,5 @@
 //! One rank of a TCA job for Python, on any fabric: written once against [`tca_proto::Fabric`],
-//! so a Python program runs unchanged on the simulator (`tca.sim.run`) and on the shm fabric
+//! so a Python program runs unchanged on the simulator (`tca.peach.sim.run`) and on the shm fabric
 //! (`tca run`). Method names are the fabric's (and so the C API's, see `tca_proto::fabric`).
 //!
 //! Every blocking call releases the GIL, so rank threads wait in parallel.

@@ -1,4 +1,4 @@
-//! A simulated job for Python rank programs (`tca.sim.run`): its ranks are [`Rank`]s on
+//! A simulated job for Python rank programs (`tca.peach.sim.run`): its ranks are [`Rank`]s on
 //! [`tca_sim::SimRank`].
 
 use crate::api::fabric_error;
