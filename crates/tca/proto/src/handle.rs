@@ -13,12 +13,17 @@
 //! offset  7: reserved  u8       0
 //! offset  8: addr      u64      global PCIe address of the first byte
 //! offset 16: size      u64      bytes, > 0; addr + size does not overflow
-//! offset 24: id        u32      owner-assigned id, > 0
+//! offset 24: id        u32      owner-assigned id, > 0: bits 0-11 the handle's slot in the
+//!                              owner's table, bits 12-31 the slot's generation (>= 1)
 //! offset 28: reserved  u32      0
 //! ```
+//!
+//! The id names a slot of the owner's [`HandleTable`] and how many times that slot was used:
+//! a fabric that publishes, per slot, the id of the handle live in it lets any node tell a
+//! live handle from a destroyed one with one lookup (the shm fabric checks every write so).
 
 use crate::error::{TcaError, TcaResult};
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 /// Size of a handle's wire form \[bytes\] (`sizeof(tcaHandle)`).
 pub const HANDLE_BYTES: usize = 32;
@@ -28,7 +33,13 @@ pub const HANDLE_BYTES: usize = 32;
 pub const MAX_NODES: u16 = 16;
 
 /// Most live handles one node registers at a time (tca's limit; the seeds state none).
-pub const MAX_HANDLES: usize = 4096;
+pub const MAX_HANDLES: usize = 1 << SLOT_BITS;
+
+/// Low bits of a handle id that name its slot in the owner's table.
+pub const SLOT_BITS: u32 = 12;
+
+/// Largest generation of a slot; a slot that reached it is not used again.
+const MAX_GENERATION: u32 = u32::MAX >> SLOT_BITS;
 
 /// The magic bytes at offset 0 of a handle's wire form.
 pub const HANDLE_MAGIC: [u8; 4] = *b"TCAh";
@@ -146,6 +157,11 @@ impl Handle {
         Ok(h)
     }
 
+    /// The handle's slot in its owner's [`HandleTable`] (`< MAX_HANDLES`).
+    pub fn slot(&self) -> usize {
+        (self.id & (MAX_HANDLES as u32 - 1)) as usize
+    }
+
     /// Whether `len` bytes at `offset` lie inside the region.
     pub fn contains(&self, offset: u64, len: u64) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.size)
@@ -153,35 +169,49 @@ impl Handle {
 }
 
 /// The handles one node has created and not yet destroyed (`tcaCreateHandle` /
-/// `tcaDestroyHandle`). Ids count up from 1 and are never reused, so a destroyed handle stays
+/// `tcaDestroyHandle`), in [`MAX_HANDLES`] slots. A new handle takes the lowest free slot and
+/// that slot's next generation; its id is `generation << SLOT_BITS | slot`. Ids are never
+/// reused (a slot whose generation is exhausted is retired), so a destroyed handle stays
 /// invalid even when its memory is registered again.
 #[derive(Debug, Clone)]
 pub struct HandleTable {
     node: u16,
-    next_id: u32,
-    /// Live handles by id, to compare whole handles: a copy with a forged size is not live.
-    live: BTreeMap<u32, Handle>,
+    /// The live handle of each slot, to compare whole handles: a copy with a forged size is
+    /// not live.
+    slots: Vec<Option<Handle>>,
+    /// Last generation used by each slot (0: never used).
+    generations: Vec<u32>,
+    /// Free slots that have generations left.
+    free: BTreeSet<u16>,
+    live: usize,
 }
 
 impl HandleTable {
     /// An empty table for `node`.
     pub fn new(node: u16) -> Self {
-        Self { node, next_id: 1, live: BTreeMap::new() }
+        Self {
+            node,
+            slots: vec![None; MAX_HANDLES],
+            generations: vec![0; MAX_HANDLES],
+            free: (0..MAX_HANDLES as u16).collect(),
+            live: 0,
+        }
     }
 
     /// Registers `size` bytes at global address `addr` of this node.
     ///
     /// # Errors
-    /// [`TcaError::OutOfMemory`] when [`MAX_HANDLES`] are live or ids are exhausted, and what
-    /// [`Handle::validate`] rejects.
+    /// [`TcaError::OutOfMemory`] when no slot is free (all [`MAX_HANDLES`] live, or retired),
+    /// and what [`Handle::validate`] rejects.
     pub fn create(&mut self, addr: u64, size: u64, mem: MemoryType) -> TcaResult<Handle> {
-        if self.live.len() >= MAX_HANDLES || self.next_id == u32::MAX {
-            return Err(TcaError::OutOfMemory);
-        }
-        let h = Handle { node: self.node, addr, size, mem, id: self.next_id };
+        let slot = *self.free.first().ok_or(TcaError::OutOfMemory)?;
+        let generation = self.generations[slot as usize] + 1;
+        let h = Handle { node: self.node, addr, size, mem, id: generation << SLOT_BITS | u32::from(slot) };
         h.validate()?;
-        self.next_id += 1;
-        self.live.insert(h.id, h);
+        self.free.remove(&slot);
+        self.generations[slot as usize] = generation;
+        self.slots[slot as usize] = Some(h);
+        self.live += 1;
         Ok(h)
     }
 
@@ -193,23 +223,28 @@ impl HandleTable {
         if !self.is_live(h) {
             return Err(TcaError::InvalidHandle);
         }
-        self.live.remove(&h.id);
+        let slot = h.slot();
+        self.slots[slot] = None;
+        self.live -= 1;
+        if self.generations[slot] < MAX_GENERATION {
+            self.free.insert(slot as u16);
+        }
         Ok(())
     }
 
     /// Whether `h` is, field for field, a live handle of this node.
     pub fn is_live(&self, h: &Handle) -> bool {
-        self.live.get(&h.id) == Some(h)
+        h.node == self.node && self.slots[h.slot()] == Some(*h)
     }
 
     /// Number of live handles.
     pub fn len(&self) -> usize {
-        self.live.len()
+        self.live
     }
 
     /// Whether no handle is live.
     pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
+        self.live == 0
     }
 }
 
@@ -290,6 +325,27 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_is_reused_with_a_new_generation() {
+        let mut t = HandleTable::new(1);
+        let a = t.create(0x1000, 64, MemoryType::Cpu).unwrap();
+        let b = t.create(0x2000, 64, MemoryType::Cpu).unwrap();
+        assert_eq!((a.slot(), b.slot()), (0, 1));
+        t.destroy(&a).unwrap();
+        let c = t.create(0x1000, 64, MemoryType::Cpu).unwrap();
+        assert_eq!(c.slot(), 0);
+        assert_ne!(c.id, a.id);
+        assert!(!t.is_live(&a) && t.is_live(&c) && t.is_live(&b));
+        assert_eq!(t.len(), 2);
+        // A retired slot (generation exhausted) is never handed out again.
+        t.generations[5] = MAX_GENERATION - 1;
+        t.free.retain(|&s| s == 5);
+        let d = t.create(0x3000, 64, MemoryType::Cpu).unwrap();
+        assert_eq!((d.slot(), d.id >> SLOT_BITS), (5, MAX_GENERATION));
+        t.destroy(&d).unwrap();
+        assert_eq!(t.create(0x3000, 64, MemoryType::Cpu), Err(TcaError::OutOfMemory));
+    }
+
+    #[test]
     fn table_is_bounded() {
         let mut t = HandleTable::new(0);
         for i in 0..MAX_HANDLES as u64 {
@@ -308,6 +364,31 @@ mod tests {
             let mem = if gpu { MemoryType::Gpu } else { MemoryType::Cpu };
             let h = Handle { node, addr, size, mem, id };
             prop_assert_eq!(Handle::from_bytes(&h.to_bytes()), Ok(h));
+        }
+
+        /// Garbage of any length never panics; what decodes is valid and re-encodes to the
+        /// same bytes.
+        #[test]
+        fn garbage_bytes_decode_to_valid_handles_or_errors(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            if let Ok(h) = Handle::from_bytes(&bytes) {
+                prop_assert!(h.validate().is_ok());
+                prop_assert_eq!(&h.to_bytes()[..], &bytes[..]);
+            }
+        }
+
+        /// A valid wire form with one byte changed decodes to an error or to another valid
+        /// handle, never to a panic.
+        #[test]
+        fn mutated_handles_stay_valid_or_fail(
+            id in 1u32.., pos in 0usize..HANDLE_BYTES, byte: u8,
+        ) {
+            let h = Handle { node: 2, addr: 1 << 40, size: 4096, mem: MemoryType::Cpu, id };
+            let mut b = h.to_bytes();
+            b[pos] = byte;
+            if let Ok(g) = Handle::from_bytes(&b) {
+                prop_assert!(g.validate().is_ok());
+                prop_assert_eq!(g.to_bytes(), b);
+            }
         }
     }
 }

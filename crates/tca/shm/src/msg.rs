@@ -12,7 +12,7 @@
 //! Decoding validates every part; a message that does not decode is dropped (only a corrupted
 //! peer can write one).
 
-use crate::segment::MSG_BYTES;
+use crate::ring::MSG_BYTES;
 use tca_proto::{Handle, ProxyDone, ProxyRequest, TcaError, Token, HANDLE_BYTES, TOKEN_BYTES};
 use tca_proto::descriptor::{Descriptor, DESCRIPTOR_BYTES};
 
