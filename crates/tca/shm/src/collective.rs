@@ -31,7 +31,10 @@ impl Inner {
         self.check_live()?;
         let mut state = lock(&self.collectives);
         if let Some(e) = state.broken {
-            return Err(FabricError::with_detail(e, "an earlier collective failed half-way; the ranks are out of step"));
+            return Err(FabricError::with_detail(
+                e,
+                "an earlier collective failed half-way; the ranks are out of step",
+            ));
         }
         let write_seq = 2 * state.round + 1;
         let read_seq = write_seq + 1;
@@ -69,9 +72,7 @@ impl Inner {
 
     /// Waits until every rank's `boot_seq` reached `seq`.
     fn wait_round(&self, seq: u64) -> TcaResult<()> {
-        self.wait(WAIT_ALL, |inner| {
-            Ok(inner.segs.iter().all(|s| s.header().boot_seq.0.load(Ordering::Acquire) >= seq))
-        })
+        self.wait(WAIT_ALL, |inner| Ok(inner.segs.iter().all(|s| s.header().boot_seq.0.load(Ordering::Acquire) >= seq)))
     }
 
     /// Every rank's contribution of `n` bytes, once all published; the error every rank
@@ -88,7 +89,10 @@ impl Inner {
             let theirs = if lens[r] == BOOT_TOO_LARGE { "more than 64 KiB".to_string() } else { lens[r].to_string() };
             return Err(FabricError::with_detail(
                 TcaError::OutOfBounds,
-                format!("rank {r} passed {theirs} bytes, rank {} passed {n}: all ranks pass the same length", self.cfg.rank),
+                format!(
+                    "rank {r} passed {theirs} bytes, rank {} passed {n}: all ranks pass the same length",
+                    self.cfg.rank
+                ),
             ));
         }
         let mut recv = vec![0u8; n * self.segs.len()];

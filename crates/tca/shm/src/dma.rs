@@ -4,8 +4,8 @@
 //! hardware descriptors are written into a table in this rank's segment, which the executor
 //! fetches entry by entry while it runs the chain.
 
-use crate::fabric::{lock, Inner};
 use crate::executor::Work;
+use crate::fabric::{lock, Inner};
 use crate::segment::Segment;
 use crate::wait::{WaitFor, Watch};
 use std::sync::atomic::Ordering;
@@ -63,7 +63,9 @@ impl Inner {
                 let mut buf = [0u8; DESCRIPTOR_BYTES];
                 d.encode(&mut buf);
                 // SAFETY: the table block holds len * 32 bytes of this segment.
-                unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), base.add(i * DESCRIPTOR_BYTES), DESCRIPTOR_BYTES) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), base.add(i * DESCRIPTOR_BYTES), DESCRIPTOR_BYTES)
+                };
             }
         }
         Ok(())

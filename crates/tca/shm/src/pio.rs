@@ -123,9 +123,10 @@ impl Inner {
         // because peers store there.
         let words = unsafe { std::slice::from_raw_parts(base.cast::<AtomicU32>(), expected.len() / 4) };
         let arrived = || {
-            words.iter().zip(expected.chunks_exact(4)).all(|(w, e)| {
-                w.load(Ordering::Acquire) == u32::from_le_bytes([e[0], e[1], e[2], e[3]])
-            })
+            words
+                .iter()
+                .zip(expected.chunks_exact(4))
+                .all(|(w, e)| w.load(Ordering::Acquire) == u32::from_le_bytes([e[0], e[1], e[2], e[3]]))
         };
         if arrived() {
             return Ok(());

@@ -156,4 +156,15 @@ mod tests {
         assert_eq!(seen, 5);
         assert!(msgs.is_empty());
     }
+
+    proptest::proptest! {
+        /// Any ring entry a peer writes decodes; the engine takes it or refuses it.
+        #[test]
+        fn any_notification_entry_is_taken_or_refused(v: u64, src in 0u16..4) {
+            let mut e = tca_proto::Engine::new(0, 4).unwrap();
+            let (slot, tag) = decode_notify(v);
+            let r = e.handle_notify_arrived(src, slot, tag);
+            proptest::prop_assert_eq!(r.is_ok(), slot < tca_proto::NOTIFY_SLOTS);
+        }
+    }
 }

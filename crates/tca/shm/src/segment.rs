@@ -143,7 +143,8 @@ impl HandleSlot {
             return None;
         }
         let mem = tca_proto::MemoryType::from_byte(self.mem.load(Ordering::Relaxed) as u8).ok()?;
-        let h = Handle { node, addr: self.addr.load(Ordering::Relaxed), size: self.size.load(Ordering::Relaxed), mem, id };
+        let h =
+            Handle { node, addr: self.addr.load(Ordering::Relaxed), size: self.size.load(Ordering::Relaxed), mem, id };
         (self.id.load(Ordering::Acquire) == id).then_some(h)
     }
 }
