@@ -323,11 +323,14 @@ pub unsafe extern "C" fn tcaSendPIO(pio: *const PioHandle, offset: usize, src: *
     })
 }
 
-/// `tcaSendPIOCommit`.
+/// `tcaSendPIOCommit`: orders every earlier store of this rank; the window is only
+/// recognised (its magic), as the commit does not use it.
 #[no_mangle]
 pub unsafe extern "C" fn tcaSendPIOCommit(pio: *const PioHandle) -> c_int {
     run(|| {
-        pio_in(pio)?;
+        if !PioRegion::has_magic(&pio.as_ref().ok_or(CErr::Arg)?.bytes) {
+            return Err(CErr::Tca(TcaError::InvalidHandle));
+        }
         with_fabric(|f| Ok(f.send_pio_commit()?))
     })
 }

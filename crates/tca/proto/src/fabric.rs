@@ -37,7 +37,7 @@
 
 use crate::desc::Desc;
 use crate::error::TcaError;
-use crate::handle::{Handle, MemoryType, HANDLE_BYTES, HANDLE_MAGIC};
+use crate::handle::{Handle, MemoryType, HANDLE_BYTES};
 
 /// A failed fabric call: the API result code, and what the fabric can add (which rank waits
 /// for what in a deadlock, which peer died).
@@ -100,6 +100,7 @@ pub const PIO_REGION_MAGIC: [u8; 4] = *b"TCAp";
 const PIO_HANDLE: std::ops::Range<usize> = 0..HANDLE_BYTES;
 const PIO_OFFSET: std::ops::Range<usize> = HANDLE_BYTES..HANDLE_BYTES + 8;
 const PIO_LEN: std::ops::Range<usize> = HANDLE_BYTES + 8..PIO_REGION_BYTES;
+const _: () = assert!(PIO_LEN.end == PIO_REGION_BYTES && PIO_OFFSET.start == PIO_HANDLE.end);
 
 impl PioRegion {
     /// The 48-byte little-endian wire form (`tcaPIOHandle`):
@@ -123,21 +124,35 @@ impl PioRegion {
     /// # Errors
     /// [`TcaError::InvalidHandle`] for a wrong length or magic and what
     /// [`Handle::from_bytes`] and [`PioRegion::new`] reject.
+    #[inline]
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, TcaError> {
         let b: &[u8; PIO_REGION_BYTES] = bytes.try_into().map_err(|_| TcaError::InvalidHandle)?;
         if b[0..4] != PIO_REGION_MAGIC {
             return Err(TcaError::InvalidHandle);
         }
-        let mut h = [0u8; HANDLE_BYTES];
-        h.copy_from_slice(&b[PIO_HANDLE]);
-        h[0..4].copy_from_slice(&HANDLE_MAGIC);
-        let handle = Handle::from_bytes(&h)?;
-        let u64_at = |r: std::ops::Range<usize>| {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(&b[r]);
-            u64::from_le_bytes(x)
-        };
-        PioRegion::new(handle, u64_at(PIO_OFFSET), u64_at(PIO_LEN))
+        let (h, rest) = b.split_at(HANDLE_BYTES);
+        // The split is at HANDLE_BYTES: the conversion cannot fail.
+        let handle = Handle::from_fields(h.try_into().map_err(|_| TcaError::InvalidHandle)?)?;
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&rest[..8]);
+        let offset = u64::from_le_bytes(x);
+        x.copy_from_slice(&rest[8..]);
+        let len = u64::from_le_bytes(x);
+        // The handle is valid: what PioRegion::new checks besides.
+        if len == 0 {
+            return Err(TcaError::ZeroSize);
+        }
+        if !handle.contains(offset, len) {
+            return Err(TcaError::OutOfBounds);
+        }
+        Ok(PioRegion { handle, offset, len })
+    }
+
+    /// Whether `bytes` carry the magic of a PIO window (no other check): what a call that
+    /// does not use the window (`tcaSendPIOCommit`) asks of it.
+    #[inline]
+    pub fn has_magic(bytes: &[u8]) -> bool {
+        bytes.len() == PIO_REGION_BYTES && bytes[0..4] == PIO_REGION_MAGIC
     }
 
     /// The window checked against its buffer.

@@ -64,6 +64,7 @@ pub enum MemoryType {
 
 impl MemoryType {
     /// The wire value (offset 6).
+    #[inline]
     pub fn to_byte(self) -> u8 {
         match self {
             MemoryType::Cpu => 0,
@@ -75,6 +76,7 @@ impl MemoryType {
     ///
     /// # Errors
     /// [`TcaError::InvalidHandle`] for values other than 0 and 1.
+    #[inline]
     pub fn from_byte(b: u8) -> TcaResult<Self> {
         match b {
             0 => Ok(MemoryType::Cpu),
@@ -105,6 +107,7 @@ impl Handle {
     /// # Errors
     /// [`TcaError::TooManyNodes`] for a node id of 16 or more; [`TcaError::InvalidHandle`] for
     /// a zero size, a zero id or a region that wraps past the end of the address space.
+    #[inline]
     pub fn validate(&self) -> TcaResult<()> {
         if self.node >= MAX_NODES {
             return Err(TcaError::TooManyNodes);
@@ -132,15 +135,23 @@ impl Handle {
     /// # Errors
     /// [`TcaError::InvalidHandle`] for a wrong length, wrong magic, unknown memory type or
     /// non-zero reserved bytes, and whatever [`Handle::validate`] rejects.
+    #[inline]
     pub fn from_bytes(bytes: &[u8]) -> TcaResult<Self> {
         let b: &[u8; HANDLE_BYTES] = bytes.try_into().map_err(|_| TcaError::InvalidHandle)?;
+        if b[OFF_MAGIC..OFF_MAGIC + 4] != HANDLE_MAGIC {
+            return Err(TcaError::InvalidHandle);
+        }
+        Handle::from_fields(b)
+    }
+
+    /// Decodes and validates every field after the magic, which the caller checked (a PIO
+    /// window embeds a handle under another magic, [`crate::fabric::PioRegion::from_bytes`]).
+    #[inline]
+    pub(crate) fn from_fields(b: &[u8; HANDLE_BYTES]) -> TcaResult<Self> {
         let mut u16_at = [0u8; 2];
         let mut u32_at = [0u8; 4];
         let mut u64_at = [0u8; 8];
-        if b[OFF_MAGIC..OFF_MAGIC + 4] != HANDLE_MAGIC
-            || b[OFF_RESERVED8] != 0
-            || b[OFF_RESERVED32..OFF_RESERVED32 + 4] != [0; 4]
-        {
+        if b[OFF_RESERVED8] != 0 || b[OFF_RESERVED32..OFF_RESERVED32 + 4] != [0; 4] {
             return Err(TcaError::InvalidHandle);
         }
         u16_at.copy_from_slice(&b[OFF_NODE..OFF_NODE + 2]);
@@ -158,11 +169,13 @@ impl Handle {
     }
 
     /// The handle's slot in its owner's [`HandleTable`] (`< MAX_HANDLES`).
+    #[inline]
     pub fn slot(&self) -> usize {
         (self.id & (MAX_HANDLES as u32 - 1)) as usize
     }
 
     /// Whether `len` bytes at `offset` lie inside the region.
+    #[inline]
     pub fn contains(&self, offset: u64, len: u64) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.size)
     }

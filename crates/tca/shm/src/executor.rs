@@ -265,7 +265,7 @@ impl Inner {
             if self.shutdown.load(Ordering::Acquire) {
                 return;
             }
-            let backoff = idle.get_or_insert_with(|| Backoff::new(&self.policy));
+            let backoff = idle.get_or_insert_with(|| Backoff::for_engine(&self.policy));
             if backoff.snooze().is_none() {
                 continue;
             }

@@ -56,11 +56,13 @@ pub(crate) struct Inner {
 
 impl Inner {
     /// This rank's segment.
+    #[inline]
     pub fn own(&self) -> &Segment {
         &self.segs[self.cfg.rank as usize]
     }
 
     /// [`TcaError::NotInitialized`] once the rank has finalized.
+    #[inline]
     pub fn check_live(&self) -> TcaResult<()> {
         if self.finished.load(Ordering::Acquire) {
             return Err(TcaError::NotInitialized);

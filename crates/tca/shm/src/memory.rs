@@ -80,6 +80,7 @@ impl Inner {
     /// # Errors
     /// What [`Handle::validate`] rejects; [`TcaError::InvalidNode`] for a node outside the
     /// job; [`TcaError::InvalidHandle`] for a handle not live.
+    #[inline]
     pub(crate) fn live_ptr(&self, h: &Handle) -> TcaResult<*mut u8> {
         h.validate()?;
         let seg = self.segs.get(h.node as usize).ok_or(TcaError::InvalidNode)?;
@@ -136,6 +137,7 @@ impl Inner {
 
     /// Local pointer to `len` bytes at global address `addr`, which must be on `node` and
     /// inside its heap.
+    #[inline]
     pub(crate) fn ptr(&self, node: u16, addr: u64, len: u64) -> Option<*mut u8> {
         let (n, off) = segment::split(addr);
         if n != u64::from(node) {

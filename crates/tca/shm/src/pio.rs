@@ -6,7 +6,7 @@
 //! rarely writes), so a store through a destroyed or freed handle fails here.
 
 use crate::fabric::Inner;
-use crate::segment::Segment;
+use crate::segment::{self, Segment};
 use crate::wait::{WaitFor, Watch};
 use std::sync::atomic::{AtomicU32, Ordering};
 use tca_proto::{Handle, PioRegion, TcaError, TcaResult};
@@ -52,7 +52,8 @@ impl Inner {
         if !seg.is_live(h) {
             return Err(TcaError::InvalidHandle);
         }
-        let dst = self.ptr(h.node, h.addr + at, len).ok_or(TcaError::InvalidHandle)?;
+        // A live handle's address is on its node (the owner published it so).
+        let dst = seg.heap_ptr(segment::split(h.addr).1 + at, len).ok_or(TcaError::InvalidHandle)?;
         // SAFETY: dst..dst+len lies inside the destination's heap (checked above); data is a
         // separate slice of the caller.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };

@@ -129,6 +129,7 @@ impl HandleSlot {
     }
 
     /// Whether `h` is, field for field, the handle live in this slot.
+    #[inline(always)]
     pub fn holds(&self, h: &Handle) -> bool {
         self.id.load(Ordering::Acquire) == h.id
             && self.addr.load(Ordering::Relaxed) == h.addr
@@ -177,6 +178,7 @@ impl Segment {
     }
 
     /// The header.
+    #[inline]
     pub fn header(&self) -> &Header {
         // SAFETY: the mapping is page-aligned, at least HEADER_BYTES long, and Header is made
         // of atomics, valid for any bit pattern (zero-filled at creation).
@@ -197,17 +199,19 @@ impl Segment {
         unsafe { &*self.map.ptr().add(off).cast::<MsgRing>() }
     }
 
-    /// Slot `slot` (`< MAX_HANDLES`) of the handle table.
+    /// Slot `slot % MAX_HANDLES` of the handle table.
+    #[inline]
     pub fn handle_slot(&self, slot: usize) -> &HandleSlot {
-        assert!(slot < MAX_HANDLES);
-        let off = HANDLES + slot * std::mem::size_of::<HandleSlot>();
+        let off = HANDLES + (slot % MAX_HANDLES) * std::mem::size_of::<HandleSlot>();
         // SAFETY: in bounds by the layout assertions; atomics only; 32-byte aligned offset.
         unsafe { &*self.map.ptr().add(off).cast::<HandleSlot>() }
     }
 
-    /// Whether `h` (a handle of this segment's owner) is live: one lookup in the table.
+    /// Whether `h` (a handle of this segment's owner) is live: one lookup in the table, on
+    /// the path of every PIO store.
+    #[inline(always)]
     pub fn is_live(&self, h: &Handle) -> bool {
-        h.slot() < MAX_HANDLES && self.handle_slot(h.slot()).holds(h)
+        self.handle_slot(h.slot()).holds(h)
     }
 
     /// Backs `len` bytes at `off` of this rank's own segment with memory now.
@@ -234,6 +238,7 @@ impl Segment {
     }
 
     /// Pointer to `len` bytes at segment offset `off`, if they lie inside the heap.
+    #[inline(always)]
     pub fn heap_ptr(&self, off: u64, len: u64) -> Option<*mut u8> {
         let end = off.checked_add(len)?;
         if off < HEAP as u64 || end > self.map.len() as u64 {
@@ -258,6 +263,7 @@ pub fn global(node: u16, off: u64) -> u64 {
 }
 
 /// Splits a global address into (node, segment offset).
+#[inline(always)]
 pub fn split(addr: u64) -> (u64, u64) {
     (addr >> NODE_SHIFT, addr & ((1u64 << NODE_SHIFT) - 1))
 }
