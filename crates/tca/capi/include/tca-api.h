@@ -2,8 +2,9 @@
  * tca-api.h: the TCA user API (C) of tca, implemented by libtca.so.
  *
  * Names, flags and the call sequence follow the published TCA API (SYSTEMS.md §1; seed 001,
- * "TCAアーキテクチャのユーザ利用"). This library runs it on the shm fabric: the ranks of a
- * job are processes on one host, started by `tca run -n N` or by mpirun (docs/shm-fabric.md).
+ * "TCAアーキテクチャのユーザ利用"). This library runs it on the fabric TCA_FABRIC names (see
+ * tcaInit): by default the shm fabric, whose ranks are processes on one host, started by
+ * `tca run -n N` or by mpirun (docs/shm-fabric.md).
  *
  * Every function returns a tcaresult: TCA_SUCCESS (0) or one of the codes below, which are
  * stable. tcaGetErrorString turns a code into one line of text. No call aborts the process.

@@ -76,6 +76,13 @@ pub fn set_fabric_factory(
     Ok(())
 }
 
+/// Writes one line on stderr in one write, so that the lines of ranks sharing a terminal do
+/// not interleave.
+fn say(line: String) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// The fabric names `TCA_FABRIC` may take in this process: `shm`, then the registered ones.
 pub fn fabric_names() -> Vec<String> {
     let all = FACTORIES.lock().unwrap_or_else(|e| e.into_inner());
@@ -101,21 +108,21 @@ pub(crate) fn init(name: &str) -> Result<(), CErr> {
             return Ok(());
         }
         let fabric = ShmFabric::init().map_err(|e| {
-            eprintln!("tcaInit: {e}");
+            say(format!("tcaInit: {e}"));
             CErr::Tca(e.error)
         })?;
         let _ = PROCESS.set(Box::new(fabric));
         return Ok(());
     }
     let Some(make) = factory(name) else {
-        eprintln!(
+        say(format!(
             "tcaInit: TCA_FABRIC={name:?} is not a fabric of this process (it has: {})",
             fabric_names().join(", ")
-        );
+        ));
         return Err(CErr::Abi(TCA_ERROR_UNKNOWN_FABRIC));
     };
     let fabric = make().map_err(|e| {
-        eprintln!("tcaInit: fabric {name}: {e}");
+        say(format!("tcaInit: fabric {name}: {e}"));
         CErr::from(e)
     })?;
     THREAD.with(|t| *t.borrow_mut() = Some(fabric));

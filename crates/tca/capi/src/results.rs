@@ -2,7 +2,7 @@
 //! itself. One table ([`c_errors`]) names them all as `tca-api.h` does; a test checks the
 //! header's `#define TCA_ERROR_*` lines against it, so the two cannot drift.
 //!
-//! Every exported function runs its body through [`run`]: a panic becomes
+//! Every exported function runs its body through `run`: a panic becomes
 //! [`TCA_ERROR_INTERNAL`] instead of unwinding into C.
 
 use std::ffi::{c_char, c_int, CString};

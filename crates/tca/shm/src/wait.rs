@@ -253,6 +253,7 @@ impl Backoff {
     /// Spins (one pause) during the spin time and yields the CPU during the yield time,
     /// returning `None`; afterwards returns how long to sleep next. While spinning, the clock
     /// is read once every [`Self::CLOCK_EVERY`] calls.
+    #[inline]
     pub(crate) fn snooze(&mut self) -> Option<Duration> {
         self.calls = self.calls.wrapping_add(1);
         if self.phase == Phase::Spin {
