@@ -182,10 +182,10 @@ impl Handle {
 }
 
 /// The handles one node has created and not yet destroyed (`tcaCreateHandle` /
-/// `tcaDestroyHandle`), in [`MAX_HANDLES`] slots. A new handle takes the lowest free slot and
-/// that slot's next generation; its id is `generation << SLOT_BITS | slot`. Ids are never
-/// reused (a slot whose generation is exhausted is retired), so a destroyed handle stays
-/// invalid even when its memory is registered again.
+/// `tcaDestroyHandle`), in at most [`MAX_HANDLES`] slots. A new handle takes the lowest
+/// released slot (or a new one) and that slot's next generation; its id is
+/// `generation << SLOT_BITS | slot`. Ids are never reused (a slot whose generation is exhausted
+/// is retired), so a destroyed handle stays invalid even when its memory is registered again.
 #[derive(Debug, Clone)]
 pub struct HandleTable {
     node: u16,
@@ -194,7 +194,7 @@ pub struct HandleTable {
     slots: Vec<Option<Handle>>,
     /// Last generation used by each slot (0: never used).
     generations: Vec<u32>,
-    /// Free slots that have generations left.
+    /// Released slots that have generations left (slots past `slots.len()` are unused).
     free: BTreeSet<u16>,
     live: usize,
 }
@@ -202,13 +202,7 @@ pub struct HandleTable {
 impl HandleTable {
     /// An empty table for `node`.
     pub fn new(node: u16) -> Self {
-        Self {
-            node,
-            slots: vec![None; MAX_HANDLES],
-            generations: vec![0; MAX_HANDLES],
-            free: (0..MAX_HANDLES as u16).collect(),
-            live: 0,
-        }
+        Self { node, slots: Vec::new(), generations: Vec::new(), free: BTreeSet::new(), live: 0 }
     }
 
     /// Registers `size` bytes at global address `addr` of this node.
@@ -217,13 +211,21 @@ impl HandleTable {
     /// [`TcaError::OutOfMemory`] when no slot is free (all [`MAX_HANDLES`] live, or retired),
     /// and what [`Handle::validate`] rejects.
     pub fn create(&mut self, addr: u64, size: u64, mem: MemoryType) -> TcaResult<Handle> {
-        let slot = *self.free.first().ok_or(TcaError::OutOfMemory)?;
-        let generation = self.generations[slot as usize] + 1;
-        let h = Handle { node: self.node, addr, size, mem, id: generation << SLOT_BITS | u32::from(slot) };
+        let slot = match self.free.first() {
+            Some(&s) => s as usize,
+            None if self.slots.len() < MAX_HANDLES => self.slots.len(),
+            None => return Err(TcaError::OutOfMemory),
+        };
+        let generation = self.generations.get(slot).map_or(1, |g| g + 1);
+        let h = Handle { node: self.node, addr, size, mem, id: generation << SLOT_BITS | slot as u32 };
         h.validate()?;
-        self.free.remove(&slot);
-        self.generations[slot as usize] = generation;
-        self.slots[slot as usize] = Some(h);
+        if slot == self.slots.len() {
+            self.slots.push(None);
+            self.generations.push(0);
+        }
+        self.free.remove(&(slot as u16));
+        self.generations[slot] = generation;
+        self.slots[slot] = Some(h);
         self.live += 1;
         Ok(h)
     }
@@ -247,7 +249,7 @@ impl HandleTable {
 
     /// Whether `h` is, field for field, a live handle of this node.
     pub fn is_live(&self, h: &Handle) -> bool {
-        h.node == self.node && self.slots[h.slot()] == Some(*h)
+        h.node == self.node && self.slots.get(h.slot()).is_some_and(|s| *s == Some(*h))
     }
 
     /// Number of live handles.
@@ -350,12 +352,14 @@ mod tests {
         assert!(!t.is_live(&a) && t.is_live(&c) && t.is_live(&b));
         assert_eq!(t.len(), 2);
         // A retired slot (generation exhausted) is never handed out again.
+        let more: Vec<_> = (2..6).map(|i| t.create(i << 12, 64, MemoryType::Cpu).unwrap()).collect();
+        assert_eq!(more.last().unwrap().slot(), 5);
+        t.destroy(&more[3]).unwrap();
         t.generations[5] = MAX_GENERATION - 1;
-        t.free.retain(|&s| s == 5);
         let d = t.create(0x3000, 64, MemoryType::Cpu).unwrap();
         assert_eq!((d.slot(), d.id >> SLOT_BITS), (5, MAX_GENERATION));
         t.destroy(&d).unwrap();
-        assert_eq!(t.create(0x3000, 64, MemoryType::Cpu), Err(TcaError::OutOfMemory));
+        assert_eq!(t.create(0x3000, 64, MemoryType::Cpu).unwrap().slot(), 6);
     }
 
     #[test]
