@@ -1,7 +1,9 @@
 /*
- * Every failure of the C ABI is a tcaresult, never a crash: calls before tcaInit, NULL
- * pointers, bad handles (garbage bytes, destroyed, foreign memory), bad offsets, sizes,
- * alignments, slots, channels, flags and descriptors. Run with `tca run -n 2`.
+ * Every failure of the C ABI is a tcaresult, never a crash: calls before tcaInit, an unknown
+ * TCA_FABRIC, NULL pointers, bad handles (garbage bytes, destroyed, foreign memory), bad
+ * offsets, sizes, alignments, slots, channels, flags and descriptors; writes through a peer's
+ * handle after the peer destroyed it or freed its memory; a failed allgather; calls after
+ * tcaFinalize. Run with `tca run -n 2` (or more ranks).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,78 @@ static int failures = 0;
         }                                                                                   \
     } while (0)
 
+/*
+ * Writes through a peer's handles after the peer destroyed one and freed the memory of the
+ * other fail on the writer's side, and nothing reaches what the peer allocated next at the
+ * same address; the same for this rank's own handle used as a DMA source after tcaFree.
+ */
+static void stale_handles(int me, int n)
+{
+    uint8_t *a, *b, *src;
+    tcaHandle ha, hb, hs, *as = malloc(sizeof(tcaHandle) * n), *bs = malloc(sizeof(tcaHandle) * n);
+    EXPECT(tcaMalloc((void **)&a, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaMalloc((void **)&b, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaMalloc((void **)&src, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&ha, a, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&hb, b, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&hs, src, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaAllgather(&ha, as, sizeof(tcaHandle)), TCA_SUCCESS);
+    EXPECT(tcaAllgather(&hb, bs, sizeof(tcaHandle)), TCA_SUCCESS);
+    int next = (me + 1) % n;
+    tcaPIOHandle pa, pb;
+    EXPECT(tcaSetPIORegion(&pa, &as[next], 0, 4096), TCA_SUCCESS);
+    EXPECT(tcaSetPIORegion(&pb, &bs[next], 0, 4096), TCA_SUCCESS);
+    tcaDesc *da = tcaDescNew(), *db = tcaDescNew();
+    EXPECT(tcaDescSetMemcpy(da, &as[next], 0, &hs, 0, 4096, 0, 0, 0), TCA_SUCCESS);
+    EXPECT(tcaDescSetMemcpy(db, &bs[next], 0, &hs, 0, 4096, 0, 0, 0), TCA_SUCCESS);
+    EXPECT(tcaDescSet(da, 1), TCA_SUCCESS);
+    EXPECT(tcaDescSet(db, 2), TCA_SUCCESS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    /* The owners: destroy ha (keeping a), free b without destroying hb, allocate again. */
+    EXPECT(tcaDestroyHandle(&ha), TCA_SUCCESS);
+    EXPECT(tcaFree(b), TCA_SUCCESS);
+    uint8_t *b2;
+    EXPECT(tcaMalloc((void **)&b2, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    if (b2 != b) fprintf(stderr, "rank %d: note: the heap did not reuse the freed block\n", me);
+    memset(b2, 0x5a, 4096);
+    memset(a, 0x5a, 4096);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    uint32_t word = 0xdeadbeef;
+    EXPECT(tcaSendPIO(&pa, 0, &word, 4), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaSendPIO(&pb, 0, &word, 4), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaStartDMADesc(1), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaStartDMADesc(2), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaSetPIORegion(&pa, &as[next], 0, 64), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaDestroyHandle(&hb), TCA_ERROR_INVALID_HANDLE); /* tcaFree destroyed it */
+    /* Own handle as a DMA source after tcaFree (into the next rank's live b2). */
+    tcaHandle hb2, *b2s = malloc(sizeof(tcaHandle) * n);
+    EXPECT(tcaCreateHandle(&hb2, b2, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaAllgather(&hb2, b2s, sizeof(tcaHandle)), TCA_SUCCESS);
+    tcaDesc *ds = tcaDescNew();
+    EXPECT(tcaDescSetMemcpy(ds, &b2s[next], 0, &hs, 0, 4096, 0, 0, 0), TCA_SUCCESS);
+    EXPECT(tcaDescSet(ds, 3), TCA_SUCCESS);
+    EXPECT(tcaFree(src), TCA_SUCCESS);
+    EXPECT(tcaStartDMADesc(3), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    for (int i = 0; i < 4096; i++) {
+        if (a[i] != 0x5a || b2[i] != 0x5a) {
+            fprintf(stderr, "rank %d: a write through a stale handle landed at byte %d\n", me, i);
+            failures++;
+            break;
+        }
+    }
+    EXPECT(tcaDescFree(da), TCA_SUCCESS);
+    EXPECT(tcaDescFree(db), TCA_SUCCESS);
+    EXPECT(tcaDescFree(ds), TCA_SUCCESS);
+    EXPECT(tcaDestroyHandle(&hb2), TCA_SUCCESS);
+    EXPECT(tcaFree(a), TCA_SUCCESS);
+    EXPECT(tcaFree(b2), TCA_SUCCESS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    free(as);
+    free(bs);
+    free(b2s);
+}
+
 int main(void)
 {
     void *p = NULL;
@@ -32,6 +106,9 @@ int main(void)
     if (strcmp(tcaGetErrorString(TCA_SUCCESS), "success") != 0) failures++;
     if (strcmp(tcaGetErrorString(12345), "unknown error code") != 0) failures++;
 
+    setenv("TCA_FABRIC", "no-such-fabric", 1);
+    EXPECT(tcaInit(), TCA_ERROR_UNKNOWN_FABRIC);
+    unsetenv("TCA_FABRIC"); /* the default: shm */
     EXPECT(tcaInit(), TCA_SUCCESS);
     EXPECT(tcaInit(), TCA_SUCCESS); /* harmless while the job runs */
     int me, n;
@@ -101,6 +178,15 @@ int main(void)
     EXPECT(tcaWaitPIO(&h, 0, 1, 99), TCA_ERROR_INVALID_NODE);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
 
+    stale_handles(me, n);
+    /* Ranks passing different sizes: every rank fails, and the job goes on. */
+    char gsend[64] = {0}, gather[64 * TCA_MAX_NODES];
+    EXPECT(tcaAllgather(gsend, gather, (size_t)(4 + 4 * me)), TCA_ERROR_OUT_OF_BOUNDS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    EXPECT(tcaAllgather(&me, gather, sizeof me), TCA_SUCCESS);
+    for (int r = 0; r < n; r++)
+        if (((int *)gather)[r] != r) failures++;
+
     EXPECT(tcaDestroyHandle(&h), TCA_SUCCESS);
     EXPECT(tcaDestroyHandle(&h), TCA_ERROR_INVALID_HANDLE);
     EXPECT(tcaFree(p), TCA_SUCCESS);
@@ -109,6 +195,13 @@ int main(void)
     EXPECT(tcaFinalize(), TCA_SUCCESS);
     EXPECT(tcaFinalize(), TCA_ERROR_NOT_INITIALIZED);
     EXPECT(tcaMalloc(&p, 64, tcaMemoryCPU), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaSendPIO(&pio, 0, &word, 4), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaSendPIOCommit(&pio), TCA_ERROR_NOT_INITIALIZED);
+    int id = -1, count = -1;
+    EXPECT(tcaGetNodeId(&id), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaGetNodeCount(&count), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaBarrier(), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaInit(), TCA_ERROR_NOT_INITIALIZED); /* a finished rank does not join again */
     free(all);
     if (failures) {
         fprintf(stderr, "rank %d: %d failures\n", me, failures);

@@ -23,12 +23,26 @@ step() {
 
 step $TCA run -n 2 "$OUT/c_api_errors"
 step $TCA run -n 4 "$OUT/c_api_errors"
+
+# Inconsistent wait settings are refused at tcaInit, with the reason, at once.
+echo "== TCA_SPIN_US=30000000 TCA_TIMEOUT_MS=300 $TCA run -n 2 pingpong (must fail)"
+start=$(date +%s)
+if TCA_SPIN_US=30000000 TCA_TIMEOUT_MS=300 timeout 60 $TCA run -n 2 "$OUT/pingpong" pio 64 0.01 \
+    >"$OUT/spin.out" 2>&1; then
+    echo "a spin longer than the timeout was accepted"; cat "$OUT/spin.out"; exit 1
+fi
+grep -q "TCA_SPIN_US=30000000 is longer than TCA_TIMEOUT_MS=300" "$OUT/spin.out" ||
+    { echo "no reason given:"; cat "$OUT/spin.out"; exit 1; }
+[ $(($(date +%s) - start)) -lt 20 ] || { echo "refusing the settings took too long"; exit 1; }
 step $TCA run -n 2 "$OUT/pingpong" pio 65536 0.02
 step $TCA run -n 2 "$OUT/pingpong" dma 65536 0.02
 step $TCA run -n 3 "$OUT/pingpong" dma-chain 65536 0.02
 for n in 1 2 4 8; do
     step $TCA run -n $n "$OUT/block_stride" 5
 done
+# More ranks than CPUs: waits sleep instead of spinning.
+step $TCA run -n 16 "$OUT/alltoall" 64 20
+step $TCA run -n 2 "$OUT/alltoall" 4096 100
 
 for mpi in openmpi mpich; do
     if ! command -v "mpirun.$mpi" >/dev/null || [ ! -x "$OUT/pingpong.$mpi" ]; then
@@ -40,6 +54,7 @@ for mpi in openmpi mpich; do
     step "${run[@]}" -n 2 "$OUT/pingpong.$mpi" pio 65536 0.02
     step "${run[@]}" -n 2 "$OUT/pingpong.$mpi" dma 65536 0.02
     step "${run[@]}" -n 4 "$OUT/block_stride.$mpi" 5
+    step "${run[@]}" -n 3 "$OUT/alltoall.$mpi" 64 20
     step "${run[@]}" -n 2 "$OUT/mpi_rma_pingpong.$mpi" 4096 0.02
 done
 

@@ -2,11 +2,11 @@
 //! and push one at a random later time. Reports events per second at N = 1e3, 1e5, 1e6.
 //! Run with `make bench` (or `cargo bench -p base`).
 
+use base::{EventQueue, SimTime};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
-use base::{EventQueue, SimTime};
 
 const STEPS: u64 = 100_000;
 

@@ -171,7 +171,6 @@ impl Desc {
     }
 }
 
-
 pub(crate) fn memory_type(name: &str) -> PyResult<MemoryType> {
     match name {
         "cpu" => Ok(MemoryType::Cpu),
@@ -180,18 +179,10 @@ pub(crate) fn memory_type(name: &str) -> PyResult<MemoryType> {
     }
 }
 
-
 /// DMA flag bits by published name.
 #[pyfunction]
 pub fn dma_flags() -> Vec<(&'static str, u32)> {
-    vec![
-        ("tcaDMAUseInternal", DmaFlags::USE_INTERNAL.bits()),
-        ("tcaDMAUseNotifyInternal", DmaFlags::USE_NOTIFY_INTERNAL.bits()),
-        ("tcaDMANotify", DmaFlags::NOTIFY.bits()),
-        ("tcaDMANotifySelf", DmaFlags::NOTIFY_SELF.bits()),
-        ("tcaDMAContinue", DmaFlags::CONTINUE.bits()),
-        ("tcaDMAPipeline", DmaFlags::PIPELINE.bits()),
-    ]
+    DmaFlags::NAMES.iter().map(|(c_name, _, flag)| (*c_name, flag.bits())).collect()
 }
 
 /// Every result code: (code, name, message).
@@ -199,4 +190,3 @@ pub fn dma_flags() -> Vec<(&'static str, u32)> {
 pub fn error_codes() -> Vec<(i32, String, &'static str)> {
     TcaError::ALL.iter().map(|e| (e.code(), format!("{e:?}"), tca_proto::error_string(e.code()))).collect()
 }
-

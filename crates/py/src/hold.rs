@@ -1,11 +1,11 @@
 //! The "hold" benchmark of event queues, callable from Python so that the benchmark script
 //! measures tca's queue and SimPy in the same run.
 
+use base::{EventQueue, SimTime};
 use pyo3::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
-use base::{EventQueue, SimTime};
 
 /// Events per second of the hold model: `pending` events in the queue; each step pops the
 /// earliest and pushes one at a random later time (uniform 1..1000 ns), `steps` times.

@@ -8,9 +8,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
+use tca_model::platform;
 use tca_proto::DmaMode;
 use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
-use tca_model::platform;
 
 mod api;
 mod hold;
@@ -254,7 +254,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<api::Desc>()?;
     m.add_class::<rank::Rank>()?;
     m.add_class::<sim::SimJob>()?;
-    m.add_class::<shm::ShmRank>()?;
+    m.add_function(wrap_pyfunction!(shm::shm_rank, m)?)?;
     m.add_function(wrap_pyfunction!(api::dma_flags, m)?)?;
     m.add_function(wrap_pyfunction!(api::error_codes, m)?)?;
     Ok(())

@@ -86,7 +86,7 @@ def main(
 
 def _main(program: Callable[[sim.Rank], Any], nranks: int, platform: str) -> list[Any]:
     if fabric() == "shm":
-        ctx = sim.Rank(_native.ShmRank())
+        ctx = sim.Rank(_native.shm_rank())
         try:
             return [program(ctx)]
         finally:

@@ -2,8 +2,9 @@
  * tca-api.h: the TCA user API (C) of tca, implemented by libtca.so.
  *
  * Names, flags and the call sequence follow the published TCA API (SYSTEMS.md §1; seed 001,
- * "TCAアーキテクチャのユーザ利用"). This library runs it on the shm fabric: the ranks of a
- * job are processes on one host, started by `tca run -n N` or by mpirun (docs/shm-fabric.md).
+ * "TCAアーキテクチャのユーザ利用"). This library runs it on the fabric TCA_FABRIC names (see
+ * tcaInit): by default the shm fabric, whose ranks are processes on one host, started by
+ * `tca run -n N` or by mpirun (docs/shm-fabric.md).
  *
  * Every function returns a tcaresult: TCA_SUCCESS (0) or one of the codes below, which are
  * stable. tcaGetErrorString turns a code into one line of text. No call aborts the process.
@@ -31,7 +32,7 @@ typedef int tcaresult;
 #define TCA_ERROR_TOO_MANY_NODES 4          /* more than 16 nodes */
 #define TCA_ERROR_INVALID_CHANNEL 5         /* DMA channel outside 0..3 */
 #define TCA_ERROR_INVALID_SLOT 6            /* wait slot outside 0..63 */
-#define TCA_ERROR_INVALID_HANDLE 7          /* malformed, unknown, destroyed or foreign handle */
+#define TCA_ERROR_INVALID_HANDLE 7          /* malformed, unknown, destroyed, freed or foreign */
 #define TCA_ERROR_INVALID_DESCRIPTOR 8      /* empty, freed or unknown descriptor */
 #define TCA_ERROR_REGISTER_MODE_FULL 9      /* register mode holds at most 16 requests */
 #define TCA_ERROR_UNKNOWN_FLAGS 10
@@ -50,6 +51,7 @@ typedef int tcaresult;
 #define TCA_ERROR_DEADLOCK 23
 #define TCA_ERROR_INVALID_ARGUMENT 100      /* a NULL pointer or negative number (C ABI only) */
 #define TCA_ERROR_INTERNAL 101              /* a bug in the library, reported instead of a crash */
+#define TCA_ERROR_UNKNOWN_FABRIC 102        /* TCA_FABRIC names no fabric of this process */
 
 /* One line of English text for a code ("success", "timed out", ...). Never NULL. */
 const char *tcaGetErrorString(tcaresult code);
@@ -93,11 +95,15 @@ typedef struct tcaDesc tcaDesc;
 
 /* ---- set-up ---- */
 
-/* Joins the job (collective: every rank calls it). Reads rank and size from `tca run`
- * (TCA_RANK, TCA_SIZE, TCA_JOB_ID) or from mpirun (Open MPI, MPICH). On failure the reason is
- * also printed on stderr. */
+/* Joins the job (collective: every rank calls it) on the fabric TCA_FABRIC names: "shm" (the
+ * default) or one the program embedding this library registered (the simulator); any other
+ * name gives TCA_ERROR_UNKNOWN_FABRIC. The shm fabric reads rank and size from `tca run`
+ * (TCA_RANK, TCA_SIZE, TCA_JOB_ID) or from mpirun (Open MPI, MPICH), and how waits behave from
+ * TCA_TIMEOUT_MS (default 10000) and TCA_SPIN_US (busy-poll time before a wait sleeps; default
+ * 50, or 0 when the job's ranks outnumber the CPUs they may run on). A TCA_SPIN_US longer
+ * than TCA_TIMEOUT_MS is rejected. On failure the reason is also printed on stderr. */
 tcaresult tcaInit(void);
-/* Leaves the job; later calls return TCA_ERROR_NOT_INITIALIZED. */
+/* Leaves the job; every later call returns TCA_ERROR_NOT_INITIALIZED. */
 tcaresult tcaFinalize(void);
 /* Extensions: this rank's node id, and the number of nodes. */
 tcaresult tcaGetNodeId(int *node);
@@ -106,10 +112,14 @@ tcaresult tcaGetNodeCount(int *nodes);
 /* Allocates size bytes that peers can reach (64-byte aligned). type: tcaMemoryCPU or
  * tcaMemoryGPU (host memory on the shm fabric). */
 tcaresult tcaMalloc(void **ptr, size_t size, int type);
+/* Frees a tcaMalloc block; every handle inside it stops working on every rank (writes
+ * through it return TCA_ERROR_INVALID_HANDLE; so does a later tcaDestroyHandle of it). */
 tcaresult tcaFree(void *ptr);
 
 /* Registers size bytes at ptr (inside one tcaMalloc block). */
 tcaresult tcaCreateHandle(tcaHandle *handle, void *ptr, size_t size, int type);
+/* Unregisters a handle of this rank. Any rank's later write through it (tcaStartDMADesc of a
+ * chain that uses it, tcaSetPIORegion, tcaSendPIO) returns TCA_ERROR_INVALID_HANDLE. */
 tcaresult tcaDestroyHandle(tcaHandle *handle);
 
 /* ---- DMA ---- */
@@ -129,7 +139,8 @@ tcaresult tcaDescSetMemcpy2D(tcaDesc *desc, const tcaHandle *dst_handle, size_t 
 tcaresult tcaDescSetMode(tcaDesc *desc, int mode);
 /* Registers the chain on DMA channel ch (0..3); the channel keeps a copy. */
 tcaresult tcaDescSet(tcaDesc *desc, int ch);
-/* Kicks channel ch; tcaWaitDMAC waits until its run is over. */
+/* Kicks channel ch; tcaWaitDMAC waits until its run is over. TCA_ERROR_INVALID_HANDLE when a
+ * handle of the chain was destroyed or freed by its owner since tcaDescSet. */
 tcaresult tcaStartDMADesc(int ch);
 tcaresult tcaWaitDMAC(int ch);
 /* Waits for (and consumes) one notification (wait_slot, wait_tag) from handle's node. */
@@ -149,7 +160,10 @@ tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int
 
 /* ---- bootstrap without MPI (extensions) ---- */
 
-/* Gathers size bytes from every rank into recv (size * nodes bytes, rank order). */
+/* Gathers size bytes from every rank into recv (size * nodes bytes, rank order). When ranks
+ * pass different sizes, every rank gets TCA_ERROR_OUT_OF_BOUNDS (TCA_ERROR_TOO_LARGE where
+ * size is above 64 KiB) and the job stays usable. After a collective that timed out or lost a
+ * peer, every later tcaAllgather and tcaBarrier returns that error again. */
 tcaresult tcaAllgather(const void *send, void *recv, size_t size);
 tcaresult tcaBarrier(void);
 

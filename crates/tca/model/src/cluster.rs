@@ -287,18 +287,44 @@ pub(crate) struct NodeHw {
 }
 
 pub(crate) enum Ev {
-    CpuKick { node: u32, channel: u8, seq: u64 },
-    CpuStore { node: u32, dst: u64, len: u64, id: u64 },
+    CpuKick {
+        node: u32,
+        channel: u8,
+        seq: u64,
+    },
+    CpuStore {
+        node: u32,
+        dst: u64,
+        len: u64,
+        id: u64,
+    },
     Hop(usize),
     /// A write TLP leaves a chip's datapath toward its port.
     Emit(usize),
     /// A write's bytes become visible at its destination.
     Visible(usize),
-    Pump { node: u32, channel: u8 },
-    Kicked { node: u32, channel: u8, seq: u64 },
-    Decoded { node: u32, channel: u8, seq: u64 },
-    DoneReached { node: u32, channel: u8, id: u64 },
-    Timer { id: u64 },
+    Pump {
+        node: u32,
+        channel: u8,
+    },
+    Kicked {
+        node: u32,
+        channel: u8,
+        seq: u64,
+    },
+    Decoded {
+        node: u32,
+        channel: u8,
+        seq: u64,
+    },
+    DoneReached {
+        node: u32,
+        channel: u8,
+        id: u64,
+    },
+    Timer {
+        id: u64,
+    },
 }
 
 pub(crate) struct ClusterModel {

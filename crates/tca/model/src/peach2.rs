@@ -220,7 +220,13 @@ impl ClusterModel {
                 (Work::Write { src, dst, len, .. }, Stage::Waiting) => {
                     ch.item(seq).stage = Stage::Started;
                     for (addr, n) in split_requests(src, len, mrrs) {
-                        let r = ch.new_request(ReadRequest { seq, src: addr, dst: dst + (addr - src), len: n, received: 0 });
+                        let r = ch.new_request(ReadRequest {
+                            seq,
+                            src: addr,
+                            dst: dst + (addr - src),
+                            len: n,
+                            received: 0,
+                        });
                         ch.waiting_reads.push_back(r);
                     }
                     ch.next_decode += 1;

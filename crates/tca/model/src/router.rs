@@ -22,6 +22,7 @@ pub enum Port {
 }
 
 impl Port {
+    /// Every port, in the order of range-register precedence and tie-breaking (N < E < W < S).
     pub const ALL: [Port; 4] = [Port::N, Port::E, Port::W, Port::S];
 
     /// The fixed role of N, E and W; S is selectable (`None`).
@@ -37,7 +38,9 @@ impl Port {
 /// The PCIe role of a port: the two ends of a cable must be one of each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The PCIe Endpoint side of a link.
     Endpoint,
+    /// The PCIe Root Complex side of a link.
     RootComplex,
 }
 
@@ -53,15 +56,22 @@ pub enum Target {
 /// The shared address map of a sub-cluster.
 #[derive(Debug, Clone)]
 pub struct AddressMap {
+    /// First address of the window.
     pub base: u64,
+    /// Bytes of one node's part of the window.
     pub node_bytes: u64,
+    /// Nodes the window is divided among.
     pub max_nodes: u32,
+    /// Bytes of host memory mapped at the start of each node's part.
     pub host_bytes: u64,
+    /// Bytes mapped for each GPU after the host memory.
     pub gpu_bytes: u64,
+    /// GPUs per node.
     pub gpus: u32,
 }
 
 impl AddressMap {
+    /// The map of a platform's window for nodes with `gpus` GPUs.
     pub fn new(spec: &AddressMapSpec, gpus: u32) -> Self {
         Self {
             base: spec.window_base,
@@ -108,12 +118,16 @@ impl AddressMap {
 /// `lo <= (address & mask) <= hi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeRegister {
+    /// Bits of the address compared.
     pub mask: u64,
+    /// Lowest masked address of the range.
     pub lo: u64,
+    /// Highest masked address of the range.
     pub hi: u64,
 }
 
 impl RangeRegister {
+    /// Whether a packet to `addr` goes out through this register's port.
     pub fn matches(&self, addr: u64) -> bool {
         (self.lo..=self.hi).contains(&(addr & self.mask))
     }
@@ -131,10 +145,19 @@ pub enum Route {
 /// Why a packet could not be routed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
+    /// No port's registers match.
     #[error("address {0:#x} matches no port's range registers")]
     NoRoute(u64),
+    /// Two ports' registers match.
     #[error("address {addr:#x} matches ports {first:?} and {second:?}")]
-    Ambiguous { addr: u64, first: Port, second: Port },
+    Ambiguous {
+        /// The address.
+        addr: u64,
+        /// The first port that matches.
+        first: Port,
+        /// Another port that matches.
+        second: Port,
+    },
 }
 
 /// The routing registers of one PEACH2, as the management processor writes them.

@@ -378,7 +378,9 @@ impl ClusterModel {
                     ch.held.push((id, node as u32, needed));
                 }
             }
-            Purpose::Pio { id, offset } => self.outputs.push((now, Output::PioLanded { id, dst: t.addr, offset, len: t.payload })),
+            Purpose::Pio { id, offset } => {
+                self.outputs.push((now, Output::PioLanded { id, dst: t.addr, offset, len: t.payload }))
+            }
             other => unreachable!("not a write: {other:?}"),
         }
     }

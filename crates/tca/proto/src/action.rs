@@ -246,7 +246,6 @@ pub enum ChannelState {
     Failed(TcaError),
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,4 +275,3 @@ mod tests {
         assert_eq!(Token::from_bytes(&b), Err(TcaError::UnexpectedCompletion));
     }
 }
-

@@ -16,11 +16,11 @@
 //! (no descriptor fetch, faster start); a longer one is fetched from memory. [`Desc::mode`] tells
 //! the fabric which, so the simulator can time the two differently.
 
+use crate::descriptor::{Descriptor, DescriptorError, FLAG_LAST};
 use crate::engine::NOTIFY_SLOTS;
 use crate::error::{TcaError, TcaResult};
 use crate::flags::DmaFlags;
 use crate::handle::Handle;
-use crate::descriptor::{Descriptor, DescriptorError, FLAG_LAST};
 
 /// How a channel gets its requests (seed 000 §3.5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -57,14 +57,16 @@
 //! A proxy read is served on the responder's [`PROXY_CHANNEL`]: its driver kicks that channel
 //! with the request in registers, writes the data, then answers with [`Action::ProxyDone`].
 
+use crate::action::{
+    Action, ChannelState, DescriptorSource, Notify, Owner, ProxyDone, ProxyRequest, Token, WaitStatus, Write,
+};
 use crate::desc::{DescEntry, DmaMode};
+use crate::descriptor::Descriptor;
 use crate::error::{TcaError, TcaResult};
 use crate::flags::DmaFlags;
 use crate::handle::{Handle, HandleTable, MemoryType, MAX_NODES};
-use crate::action::{Action, ChannelState, DescriptorSource, Notify, Owner, ProxyDone, ProxyRequest, Token, WaitStatus, Write};
 use crate::Desc;
 use std::collections::{BTreeMap, VecDeque};
-use crate::descriptor::Descriptor;
 
 /// DMA channels of one PEACH2 DMA controller (seed 000 §3.5.2: "4 チャンネル").
 pub const CHANNELS: usize = 4;

@@ -37,7 +37,7 @@
 
 use crate::desc::Desc;
 use crate::error::TcaError;
-use crate::handle::{Handle, MemoryType};
+use crate::handle::{Handle, MemoryType, HANDLE_BYTES};
 
 /// A failed fabric call: the API result code, and what the fabric can add (which rank waits
 /// for what in a deadlock, which peer died).
@@ -89,7 +89,72 @@ pub struct PioRegion {
     pub len: u64,
 }
 
+/// Size of a [`PioRegion`]'s wire form \[bytes\] (`sizeof(tcaPIOHandle)`).
+pub const PIO_REGION_BYTES: usize = 48;
+
+/// The magic bytes at offset 0 of a [`PioRegion`]'s wire form.
+pub const PIO_REGION_MAGIC: [u8; 4] = *b"TCAp";
+
+/// The wire form's fields: the handle's 32 bytes (with [`PIO_REGION_MAGIC`] in place of the
+/// handle's magic, so that one is never taken for the other), then offset and length.
+const PIO_HANDLE: std::ops::Range<usize> = 0..HANDLE_BYTES;
+const PIO_OFFSET: std::ops::Range<usize> = HANDLE_BYTES..HANDLE_BYTES + 8;
+const PIO_LEN: std::ops::Range<usize> = HANDLE_BYTES + 8..PIO_REGION_BYTES;
+const _: () = assert!(PIO_LEN.end == PIO_REGION_BYTES && PIO_OFFSET.start == PIO_HANDLE.end);
+
 impl PioRegion {
+    /// The 48-byte little-endian wire form (`tcaPIOHandle`):
+    ///
+    /// ```text
+    /// offset  0: handle  [u8; 32]  the handle's wire form, magic b"TCAp" instead of b"TCAh"
+    /// offset 32: offset  u64       first byte of the window in the buffer
+    /// offset 40: len     u64       window length
+    /// ```
+    pub fn to_bytes(&self) -> [u8; PIO_REGION_BYTES] {
+        let mut b = [0u8; PIO_REGION_BYTES];
+        b[PIO_HANDLE].copy_from_slice(&self.handle.to_bytes());
+        b[0..4].copy_from_slice(&PIO_REGION_MAGIC);
+        b[PIO_OFFSET].copy_from_slice(&self.offset.to_le_bytes());
+        b[PIO_LEN].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates the wire form (as [`PioRegion::new`] does).
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] for a wrong length or magic and what
+    /// [`Handle::from_bytes`] and [`PioRegion::new`] reject.
+    #[inline]
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, TcaError> {
+        let b: &[u8; PIO_REGION_BYTES] = bytes.try_into().map_err(|_| TcaError::InvalidHandle)?;
+        if b[0..4] != PIO_REGION_MAGIC {
+            return Err(TcaError::InvalidHandle);
+        }
+        let (h, rest) = b.split_at(HANDLE_BYTES);
+        // The split is at HANDLE_BYTES: the conversion cannot fail.
+        let handle = Handle::from_fields(h.try_into().map_err(|_| TcaError::InvalidHandle)?)?;
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&rest[..8]);
+        let offset = u64::from_le_bytes(x);
+        x.copy_from_slice(&rest[8..]);
+        let len = u64::from_le_bytes(x);
+        // The handle is valid: what PioRegion::new checks besides.
+        if len == 0 {
+            return Err(TcaError::ZeroSize);
+        }
+        if !handle.contains(offset, len) {
+            return Err(TcaError::OutOfBounds);
+        }
+        Ok(PioRegion { handle, offset, len })
+    }
+
+    /// Whether `bytes` carry the magic of a PIO window (no other check): what a call that
+    /// does not use the window (`tcaSendPIOCommit`) asks of it.
+    #[inline]
+    pub fn has_magic(bytes: &[u8]) -> bool {
+        bytes.len() == PIO_REGION_BYTES && bytes[0..4] == PIO_REGION_MAGIC
+    }
+
     /// The window checked against its buffer.
     ///
     /// # Errors
@@ -181,4 +246,53 @@ pub trait Fabric: Send + Sync {
 
     /// Leaves the job (`tcaFinalize`); later calls fail with [`TcaError::NotInitialized`].
     fn finalize(&self) -> FabricResult<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn handle() -> Handle {
+        Handle { node: 3, addr: 3 << 40 | 0x10_0000, size: 4096, mem: MemoryType::Gpu, id: 1 << 12 | 7 }
+    }
+
+    #[test]
+    fn pio_regions_round_trip_and_are_not_handles() {
+        let r = PioRegion::new(handle(), 64, 128).unwrap();
+        let b = r.to_bytes();
+        assert_eq!(&b[0..4], b"TCAp");
+        assert_eq!(PioRegion::from_bytes(&b), Ok(r));
+        assert_eq!(Handle::from_bytes(&b[..HANDLE_BYTES]), Err(TcaError::InvalidHandle));
+        assert_eq!(PioRegion::from_bytes(&b[..47]), Err(TcaError::InvalidHandle));
+        let mut past = b;
+        past[PIO_LEN].copy_from_slice(&4096u64.to_le_bytes());
+        assert_eq!(PioRegion::from_bytes(&past), Err(TcaError::OutOfBounds));
+        let mut empty = b;
+        empty[PIO_LEN].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(PioRegion::from_bytes(&empty), Err(TcaError::ZeroSize));
+        assert_eq!(PioRegion::from_bytes(&[0u8; PIO_REGION_BYTES]), Err(TcaError::InvalidHandle));
+    }
+
+    proptest! {
+        /// Garbage never panics; what decodes is a window inside its handle and re-encodes to
+        /// the same bytes.
+        #[test]
+        fn garbage_pio_regions_fail_or_are_valid(bytes in proptest::collection::vec(any::<u8>(), 0..56)) {
+            if let Ok(r) = PioRegion::from_bytes(&bytes) {
+                prop_assert!(r.handle.contains(r.offset, r.len) && r.len > 0);
+                prop_assert_eq!(&r.to_bytes()[..], &bytes[..]);
+            }
+        }
+
+        #[test]
+        fn mutated_pio_regions_fail_or_are_valid(pos in 0usize..PIO_REGION_BYTES, byte: u8) {
+            let mut b = PioRegion::new(handle(), 64, 128).unwrap().to_bytes();
+            b[pos] = byte;
+            if let Ok(r) = PioRegion::from_bytes(&b) {
+                prop_assert!(r.handle.contains(r.offset, r.len) && r.len > 0);
+                prop_assert_eq!(r.to_bytes(), b);
+            }
+        }
+    }
 }

@@ -45,6 +45,17 @@ impl DmaFlags {
     /// Every valid bit.
     pub const ALL_BITS: u32 = 0x3f;
 
+    /// Every flag with its published C name (`tca-api.h`, the Python module) and its Rust
+    /// name: the one table the C header, the bindings and `Debug` are checked against.
+    pub const NAMES: [(&'static str, &'static str, DmaFlags); 6] = [
+        ("tcaDMAUseInternal", "USE_INTERNAL", DmaFlags::USE_INTERNAL),
+        ("tcaDMAUseNotifyInternal", "USE_NOTIFY_INTERNAL", DmaFlags::USE_NOTIFY_INTERNAL),
+        ("tcaDMANotify", "NOTIFY", DmaFlags::NOTIFY),
+        ("tcaDMANotifySelf", "NOTIFY_SELF", DmaFlags::NOTIFY_SELF),
+        ("tcaDMAContinue", "CONTINUE", DmaFlags::CONTINUE),
+        ("tcaDMAPipeline", "PIPELINE", DmaFlags::PIPELINE),
+    ];
+
     /// The flags of raw bits.
     ///
     /// # Errors
@@ -92,12 +103,10 @@ impl BitOrAssign for DmaFlags {
 
 impl fmt::Debug for DmaFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const NAMES: [&str; 6] =
-            ["USE_INTERNAL", "USE_NOTIFY_INTERNAL", "NOTIFY", "NOTIFY_SELF", "CONTINUE", "PIPELINE"];
         let mut first = true;
         f.write_str("DmaFlags(")?;
-        for (i, name) in NAMES.iter().enumerate() {
-            if self.0 & (1 << i) != 0 {
+        for (_, name, flag) in DmaFlags::NAMES {
+            if self.contains(flag) {
                 if !first {
                     f.write_str(" | ")?;
                 }
@@ -121,6 +130,12 @@ mod tests {
         assert_eq!(DmaFlags::NOTIFY_SELF.bits(), 8);
         assert_eq!(DmaFlags::CONTINUE.bits(), 16);
         assert_eq!(DmaFlags::PIPELINE.bits(), 32);
+        let all = DmaFlags::NAMES.iter().fold(0, |acc, (_, _, f)| {
+            assert_eq!(f.bits().count_ones(), 1);
+            assert_eq!(acc & f.bits(), 0, "two names for one bit");
+            acc | f.bits()
+        });
+        assert_eq!(all, DmaFlags::ALL_BITS);
     }
 
     #[test]

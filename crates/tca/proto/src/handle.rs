@@ -13,12 +13,17 @@
 //! offset  7: reserved  u8       0
 //! offset  8: addr      u64      global PCIe address of the first byte
 //! offset 16: size      u64      bytes, > 0; addr + size does not overflow
-//! offset 24: id        u32      owner-assigned id, > 0
+//! offset 24: id        u32      owner-assigned id, > 0: bits 0-11 the handle's slot in the
+//!                              owner's table, bits 12-31 the slot's generation (>= 1)
 //! offset 28: reserved  u32      0
 //! ```
+//!
+//! The id names a slot of the owner's [`HandleTable`] and how many times that slot was used:
+//! a fabric that publishes, per slot, the id of the handle live in it lets any node tell a
+//! live handle from a destroyed one with one lookup (the shm fabric checks every write so).
 
 use crate::error::{TcaError, TcaResult};
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 /// Size of a handle's wire form \[bytes\] (`sizeof(tcaHandle)`).
 pub const HANDLE_BYTES: usize = 32;
@@ -28,7 +33,13 @@ pub const HANDLE_BYTES: usize = 32;
 pub const MAX_NODES: u16 = 16;
 
 /// Most live handles one node registers at a time (tca's limit; the seeds state none).
-pub const MAX_HANDLES: usize = 4096;
+pub const MAX_HANDLES: usize = 1 << SLOT_BITS;
+
+/// Low bits of a handle id that name its slot in the owner's table.
+pub const SLOT_BITS: u32 = 12;
+
+/// Largest generation of a slot; a slot that reached it is not used again.
+const MAX_GENERATION: u32 = u32::MAX >> SLOT_BITS;
 
 /// The magic bytes at offset 0 of a handle's wire form.
 pub const HANDLE_MAGIC: [u8; 4] = *b"TCAh";
@@ -53,6 +64,7 @@ pub enum MemoryType {
 
 impl MemoryType {
     /// The wire value (offset 6).
+    #[inline]
     pub fn to_byte(self) -> u8 {
         match self {
             MemoryType::Cpu => 0,
@@ -64,6 +76,7 @@ impl MemoryType {
     ///
     /// # Errors
     /// [`TcaError::InvalidHandle`] for values other than 0 and 1.
+    #[inline]
     pub fn from_byte(b: u8) -> TcaResult<Self> {
         match b {
             0 => Ok(MemoryType::Cpu),
@@ -94,6 +107,7 @@ impl Handle {
     /// # Errors
     /// [`TcaError::TooManyNodes`] for a node id of 16 or more; [`TcaError::InvalidHandle`] for
     /// a zero size, a zero id or a region that wraps past the end of the address space.
+    #[inline]
     pub fn validate(&self) -> TcaResult<()> {
         if self.node >= MAX_NODES {
             return Err(TcaError::TooManyNodes);
@@ -121,15 +135,23 @@ impl Handle {
     /// # Errors
     /// [`TcaError::InvalidHandle`] for a wrong length, wrong magic, unknown memory type or
     /// non-zero reserved bytes, and whatever [`Handle::validate`] rejects.
+    #[inline]
     pub fn from_bytes(bytes: &[u8]) -> TcaResult<Self> {
         let b: &[u8; HANDLE_BYTES] = bytes.try_into().map_err(|_| TcaError::InvalidHandle)?;
+        if b[OFF_MAGIC..OFF_MAGIC + 4] != HANDLE_MAGIC {
+            return Err(TcaError::InvalidHandle);
+        }
+        Handle::from_fields(b)
+    }
+
+    /// Decodes and validates every field after the magic, which the caller checked (a PIO
+    /// window embeds a handle under another magic, [`crate::fabric::PioRegion::from_bytes`]).
+    #[inline]
+    pub(crate) fn from_fields(b: &[u8; HANDLE_BYTES]) -> TcaResult<Self> {
         let mut u16_at = [0u8; 2];
         let mut u32_at = [0u8; 4];
         let mut u64_at = [0u8; 8];
-        if b[OFF_MAGIC..OFF_MAGIC + 4] != HANDLE_MAGIC
-            || b[OFF_RESERVED8] != 0
-            || b[OFF_RESERVED32..OFF_RESERVED32 + 4] != [0; 4]
-        {
+        if b[OFF_RESERVED8] != 0 || b[OFF_RESERVED32..OFF_RESERVED32 + 4] != [0; 4] {
             return Err(TcaError::InvalidHandle);
         }
         u16_at.copy_from_slice(&b[OFF_NODE..OFF_NODE + 2]);
@@ -146,42 +168,65 @@ impl Handle {
         Ok(h)
     }
 
+    /// The handle's slot in its owner's [`HandleTable`] (`< MAX_HANDLES`).
+    #[inline]
+    pub fn slot(&self) -> usize {
+        (self.id & (MAX_HANDLES as u32 - 1)) as usize
+    }
+
     /// Whether `len` bytes at `offset` lie inside the region.
+    #[inline]
     pub fn contains(&self, offset: u64, len: u64) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.size)
     }
 }
 
 /// The handles one node has created and not yet destroyed (`tcaCreateHandle` /
-/// `tcaDestroyHandle`). Ids count up from 1 and are never reused, so a destroyed handle stays
-/// invalid even when its memory is registered again.
+/// `tcaDestroyHandle`), in at most [`MAX_HANDLES`] slots. A new handle takes the lowest
+/// released slot (or a new one) and that slot's next generation; its id is
+/// `generation << SLOT_BITS | slot`. Ids are never reused (a slot whose generation is exhausted
+/// is retired), so a destroyed handle stays invalid even when its memory is registered again.
 #[derive(Debug, Clone)]
 pub struct HandleTable {
     node: u16,
-    next_id: u32,
-    /// Live handles by id, to compare whole handles: a copy with a forged size is not live.
-    live: BTreeMap<u32, Handle>,
+    /// The live handle of each slot, to compare whole handles: a copy with a forged size is
+    /// not live.
+    slots: Vec<Option<Handle>>,
+    /// Last generation used by each slot (0: never used).
+    generations: Vec<u32>,
+    /// Released slots that have generations left (slots past `slots.len()` are unused).
+    free: BTreeSet<u16>,
+    live: usize,
 }
 
 impl HandleTable {
     /// An empty table for `node`.
     pub fn new(node: u16) -> Self {
-        Self { node, next_id: 1, live: BTreeMap::new() }
+        Self { node, slots: Vec::new(), generations: Vec::new(), free: BTreeSet::new(), live: 0 }
     }
 
     /// Registers `size` bytes at global address `addr` of this node.
     ///
     /// # Errors
-    /// [`TcaError::OutOfMemory`] when [`MAX_HANDLES`] are live or ids are exhausted, and what
-    /// [`Handle::validate`] rejects.
+    /// [`TcaError::OutOfMemory`] when no slot is free (all [`MAX_HANDLES`] live, or retired),
+    /// and what [`Handle::validate`] rejects.
     pub fn create(&mut self, addr: u64, size: u64, mem: MemoryType) -> TcaResult<Handle> {
-        if self.live.len() >= MAX_HANDLES || self.next_id == u32::MAX {
-            return Err(TcaError::OutOfMemory);
-        }
-        let h = Handle { node: self.node, addr, size, mem, id: self.next_id };
+        let slot = match self.free.first() {
+            Some(&s) => s as usize,
+            None if self.slots.len() < MAX_HANDLES => self.slots.len(),
+            None => return Err(TcaError::OutOfMemory),
+        };
+        let generation = self.generations.get(slot).map_or(1, |g| g + 1);
+        let h = Handle { node: self.node, addr, size, mem, id: generation << SLOT_BITS | slot as u32 };
         h.validate()?;
-        self.next_id += 1;
-        self.live.insert(h.id, h);
+        if slot == self.slots.len() {
+            self.slots.push(None);
+            self.generations.push(0);
+        }
+        self.free.remove(&(slot as u16));
+        self.generations[slot] = generation;
+        self.slots[slot] = Some(h);
+        self.live += 1;
         Ok(h)
     }
 
@@ -193,23 +238,28 @@ impl HandleTable {
         if !self.is_live(h) {
             return Err(TcaError::InvalidHandle);
         }
-        self.live.remove(&h.id);
+        let slot = h.slot();
+        self.slots[slot] = None;
+        self.live -= 1;
+        if self.generations[slot] < MAX_GENERATION {
+            self.free.insert(slot as u16);
+        }
         Ok(())
     }
 
     /// Whether `h` is, field for field, a live handle of this node.
     pub fn is_live(&self, h: &Handle) -> bool {
-        self.live.get(&h.id) == Some(h)
+        h.node == self.node && self.slots.get(h.slot()).is_some_and(|s| *s == Some(*h))
     }
 
     /// Number of live handles.
     pub fn len(&self) -> usize {
-        self.live.len()
+        self.live
     }
 
     /// Whether no handle is live.
     pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
+        self.live == 0
     }
 }
 
@@ -290,6 +340,29 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_is_reused_with_a_new_generation() {
+        let mut t = HandleTable::new(1);
+        let a = t.create(0x1000, 64, MemoryType::Cpu).unwrap();
+        let b = t.create(0x2000, 64, MemoryType::Cpu).unwrap();
+        assert_eq!((a.slot(), b.slot()), (0, 1));
+        t.destroy(&a).unwrap();
+        let c = t.create(0x1000, 64, MemoryType::Cpu).unwrap();
+        assert_eq!(c.slot(), 0);
+        assert_ne!(c.id, a.id);
+        assert!(!t.is_live(&a) && t.is_live(&c) && t.is_live(&b));
+        assert_eq!(t.len(), 2);
+        // A retired slot (generation exhausted) is never handed out again.
+        let more: Vec<_> = (2..6).map(|i| t.create(i << 12, 64, MemoryType::Cpu).unwrap()).collect();
+        assert_eq!(more.last().unwrap().slot(), 5);
+        t.destroy(&more[3]).unwrap();
+        t.generations[5] = MAX_GENERATION - 1;
+        let d = t.create(0x3000, 64, MemoryType::Cpu).unwrap();
+        assert_eq!((d.slot(), d.id >> SLOT_BITS), (5, MAX_GENERATION));
+        t.destroy(&d).unwrap();
+        assert_eq!(t.create(0x3000, 64, MemoryType::Cpu).unwrap().slot(), 6);
+    }
+
+    #[test]
     fn table_is_bounded() {
         let mut t = HandleTable::new(0);
         for i in 0..MAX_HANDLES as u64 {
@@ -308,6 +381,31 @@ mod tests {
             let mem = if gpu { MemoryType::Gpu } else { MemoryType::Cpu };
             let h = Handle { node, addr, size, mem, id };
             prop_assert_eq!(Handle::from_bytes(&h.to_bytes()), Ok(h));
+        }
+
+        /// Garbage of any length never panics; what decodes is valid and re-encodes to the
+        /// same bytes.
+        #[test]
+        fn garbage_bytes_decode_to_valid_handles_or_errors(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            if let Ok(h) = Handle::from_bytes(&bytes) {
+                prop_assert!(h.validate().is_ok());
+                prop_assert_eq!(&h.to_bytes()[..], &bytes[..]);
+            }
+        }
+
+        /// A valid wire form with one byte changed decodes to an error or to another valid
+        /// handle, never to a panic.
+        #[test]
+        fn mutated_handles_stay_valid_or_fail(
+            id in 1u32.., pos in 0usize..HANDLE_BYTES, byte: u8,
+        ) {
+            let h = Handle { node: 2, addr: 1 << 40, size: 4096, mem: MemoryType::Cpu, id };
+            let mut b = h.to_bytes();
+            b[pos] = byte;
+            if let Ok(g) = Handle::from_bytes(&b) {
+                prop_assert!(g.validate().is_ok());
+                prop_assert_eq!(g.to_bytes(), b);
+            }
         }
     }
 }

@@ -59,16 +59,16 @@ pub mod action;
 pub mod desc;
 pub mod descriptor;
 pub mod engine;
-pub mod fabric;
 pub mod error;
+pub mod fabric;
 pub mod flags;
 pub mod handle;
 pub mod wire;
 
-pub use desc::{Desc, DescEntry, DmaMode, REGISTER_REQUESTS};
 pub use action::{
     Action, ChannelState, DescriptorSource, Notify, ProxyDone, ProxyRequest, Token, WaitStatus, Write, TOKEN_BYTES,
 };
+pub use desc::{Desc, DescEntry, DmaMode, REGISTER_REQUESTS};
 pub use engine::{Engine, CHANNELS, NOTIFY_SLOTS, PROXY_CHANNEL, PROXY_REQUESTS};
 pub use error::{error_string, result_code, TcaError, TcaResult, TCA_SUCCESS};
 pub use fabric::{Fabric, FabricError, FabricResult, PioRegion};

@@ -239,7 +239,10 @@ fn remote_read_by_proxy_write() {
     assert_eq!(a0[0], Action::Kick { channel: 0 });
     assert!(matches!(a0[1], Action::RegisterProxy { node: 1, request } if request.requester == 0));
     assert_eq!(a0[2], Action::Interrupt { node: 1 });
-    assert_eq!(a0[3], Action::Notify(Notify { channel: 0, dst_node: 0, src_node: 0, slot: 4, tag: 9, internal: false }));
+    assert_eq!(
+        a0[3],
+        Action::Notify(Notify { channel: 0, dst_node: 0, src_node: 0, slot: 4, tag: 9, internal: false })
+    );
     assert!(matches!(a0[4], Action::RegisterProxy { node: 1, .. }));
     assert_eq!(a0[5], Action::Interrupt { node: 1 });
     assert_eq!(a0[6], Action::ChannelDone { channel: 0 });

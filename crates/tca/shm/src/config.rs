@@ -4,6 +4,12 @@
 //! `PMI_RANK` / `PMI_SIZE`). Under an MPI launcher the job id is the launcher's namespace
 //! (`PMIX_NAMESPACE`) when it has one, else the parent process id: all ranks of one job on a
 //! host are children of the same launcher process.
+//!
+//! How waits behave: `TCA_TIMEOUT_MS` bounds every wait; `TCA_SPIN_US` is how long a wait
+//! busy-polls before it sleeps. Unset, the spin is [`DEFAULT_SPIN`], or 0 when the job's
+//! ranks outnumber the CPUs they may run on (decided at `tcaInit`, see
+//! [`crate::ShmFabric::with_config`]). A spin longer than the timeout is rejected: the timeout
+//! always wins.
 
 use std::time::Duration;
 use tca_proto::{TcaError, MAX_NODES};
@@ -28,8 +34,9 @@ pub struct Config {
     pub heap_bytes: u64,
     /// Longest time any wait blocks before it fails with [`TcaError::Timeout`].
     pub timeout: Duration,
-    /// Busy-poll time of a wait before it sleeps on a futex.
-    pub spin: Duration,
+    /// Busy-poll time of a wait before it sleeps on a futex (`TCA_SPIN_US`); `None`: the
+    /// fabric decides at init ([`DEFAULT_SPIN`], or no spinning when ranks outnumber CPUs).
+    pub spin: Option<Duration>,
 }
 
 /// A configuration the environment does not give, with the reason.
@@ -59,7 +66,8 @@ impl Config {
     /// # Errors
     /// [`TcaError::NotInitialized`] when no launcher variables are set or they are malformed;
     /// [`TcaError::TooManyNodes`] for more than 16 ranks; [`TcaError::InvalidNode`] when the
-    /// rank is not below the size.
+    /// rank is not below the size; [`TcaError::NotInitialized`] when `TCA_SPIN_US` exceeds
+    /// `TCA_TIMEOUT_MS`.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let num = |name: &str| -> Result<Option<u64>, ConfigError> {
             match var(name) {
@@ -109,7 +117,19 @@ impl Config {
         }
         let heap_bytes = num("TCA_SHM_BYTES")?.unwrap_or(DEFAULT_HEAP_BYTES);
         let timeout = num("TCA_TIMEOUT_MS")?.map(Duration::from_millis).unwrap_or(DEFAULT_TIMEOUT);
-        let spin = num("TCA_SPIN_US")?.map(Duration::from_micros).unwrap_or(DEFAULT_SPIN);
+        let spin = num("TCA_SPIN_US")?.map(Duration::from_micros);
+        if let Some(s) = spin.filter(|s| *s > timeout) {
+            return Err(bad(
+                TcaError::NotInitialized,
+                format!(
+                    "TCA_SPIN_US={} is longer than TCA_TIMEOUT_MS={}: a wait would spin past its timeout; \
+                     set TCA_SPIN_US at most {}",
+                    s.as_micros(),
+                    timeout.as_millis(),
+                    timeout.as_micros()
+                ),
+            ));
+        }
         Ok(Config { rank: rank as u16, size: size as u16, job, heap_bytes, timeout, spin })
     }
 
@@ -168,5 +188,19 @@ mod tests {
         assert_eq!(e.unwrap_err().error, TcaError::NotInitialized);
         let e = cfg(&[("TCA_RANK", "0"), ("TCA_SIZE", "2")]);
         assert_eq!(e.unwrap_err().error, TcaError::NotInitialized);
+    }
+
+    #[test]
+    fn a_spin_longer_than_the_timeout_is_rejected() {
+        let job = [("TCA_RANK", "0"), ("TCA_SIZE", "2"), ("TCA_JOB_ID", "x")];
+        let with = |extra: &[(&'static str, &'static str)]| cfg(&[&job[..], extra].concat());
+        let e = with(&[("TCA_SPIN_US", "30000000"), ("TCA_TIMEOUT_MS", "300")]).unwrap_err();
+        assert_eq!(e.error, TcaError::NotInitialized);
+        assert!(e.detail.contains("TCA_SPIN_US=30000000") && e.detail.contains("TCA_TIMEOUT_MS=300"), "{e}");
+        let c = with(&[("TCA_SPIN_US", "300000"), ("TCA_TIMEOUT_MS", "300")]).unwrap();
+        assert_eq!(c.spin, Some(Duration::from_millis(300)));
+        assert_eq!(with(&[]).unwrap().spin, None);
+        // Against the default timeout (10 s).
+        assert!(with(&[("TCA_SPIN_US", "10000001")]).is_err());
     }
 }

@@ -63,6 +63,11 @@ impl Heap {
         true
     }
 
+    /// Length of the used block that starts at `off`.
+    pub fn block_at(&self, off: u64) -> Option<u64> {
+        self.used.get(&off).copied()
+    }
+
     /// The used block that contains `[off, off + len)`, as (block offset, block length).
     pub fn block_of(&self, off: u64, len: u64) -> Option<(u64, u64)> {
         let (&b, &blen) = self.used.range(..=off).next_back()?;
@@ -88,6 +93,7 @@ mod tests {
         assert_eq!((a, b, c), (4096, 4160, 4288));
         assert_eq!(h.block_of(4160, 128), Some((4160, 128)));
         assert_eq!(h.block_of(4160, 129), None);
+        assert_eq!((h.block_at(4160), h.block_at(4224)), (Some(128), None));
         assert!(h.free(b));
         assert!(!h.free(b));
         assert!(h.free(a));

@@ -5,39 +5,37 @@
 //! (the shm stand-in for the PEACH2 address window divided among the nodes, seed 000 §3.4).
 //!
 //! ```text
-//! offset 0        header (one page): magic, state, pid, sizes, doorbells, bootstrap counters
+//! offset 0        header (one page): magic, state, pid, sizes, doorbells, bootstrap counters,
+//!                  the owner's CPU affinity
 //! offset RINGS    MAX_NODES notification rings; ring s holds notifications from node s
 //! offset BOOT     BOOT_BYTES bootstrap buffer (allgather of handles without MPI)
+//! offset HANDLES  MAX_HANDLES handle slots: the owner's live handles, which writers check
 //! offset MSGS     MAX_NODES message rings; ring s holds proxy-read messages from node s
 //! offset HEAP     heap: tcaMalloc memory and chaining-mode descriptor tables, to the end
 //! ```
 //!
-//! A notification ring has one producer (the DMA engine thread of the sending process) and one
-//! consumer at a time (a waiter of the owning process, under its engine lock), so head and
-//! tail are plain atomics: the producer writes the entry, then publishes `head` with release
-//! ordering; the data the notification announces was written before that.
+//! The rings are in [`crate::ring`].
 
+use crate::ring::{MsgRing, Ring};
+use crate::sys::CPU_WORDS;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use tca_proto::MAX_NODES;
+use tca_proto::handle::MAX_HANDLES;
+use tca_proto::{Handle, MAX_NODES};
 
 /// Global address bits for the offset inside a node's segment: 1 TiB per node.
 pub const NODE_SHIFT: u32 = 40;
 /// Header size \[bytes\].
 pub const HEADER_BYTES: usize = 4096;
-/// Entries of one notification ring.
-pub const RING_SLOTS: usize = 1024;
 /// Offset of the first notification ring.
 pub const RINGS: usize = HEADER_BYTES;
 /// Offset of the bootstrap buffer.
 pub const BOOT: usize = 256 * 1024;
 /// Bootstrap buffer size \[bytes\]: the most one rank contributes to an allgather.
 pub const BOOT_BYTES: usize = 64 * 1024;
+/// Offset of the handle table.
+pub const HANDLES: usize = 320 * 1024;
 /// Offset of the first message ring.
 pub const MSGS: usize = 512 * 1024;
-/// Entries of one message ring.
-pub const MSG_SLOTS: usize = 64;
-/// Bytes of one message.
-pub const MSG_BYTES: usize = 128;
 /// Offset of the heap.
 pub const HEAP: usize = 1024 * 1024;
 /// Magic value of a ready header ("TCAshm01").
@@ -87,87 +85,77 @@ pub struct Header {
     pub engine_waiters: Line<AtomicU32>,
     /// Bootstrap progress counter (allgather / barrier phases completed by the owner).
     pub boot_seq: Line<AtomicU64>,
-    /// Length of the owner's current bootstrap contribution \[bytes\].
+    /// Length of the owner's current bootstrap contribution \[bytes\]
+    /// ([`BOOT_TOO_LARGE`] for more than [`BOOT_BYTES`]).
     pub boot_len: Line<AtomicU64>,
+    /// CPUs the owner may run on ([`crate::sys::affinity`]), written before `state` is
+    /// [`state::READY`].
+    pub cpus: [AtomicU64; CPU_WORDS],
 }
 
-/// A single-producer, single-consumer ring of notifications.
+/// `boot_len` of a rank that passed more than [`BOOT_BYTES`] to a collective: it takes part
+/// without data, so that every rank fails the same round.
+pub const BOOT_TOO_LARGE: u64 = u64::MAX;
+
+/// One entry of the handle table: the handle live in a slot of the owner's
+/// [`tca_proto::HandleTable`], published by the owner and read by every writer.
 #[repr(C)]
 #[derive(Debug)]
-pub struct Ring {
-    /// Next entry the producer writes (counts up, wraps at `u32`).
-    pub head: Line<AtomicU32>,
-    /// Next entry the consumer reads.
-    pub tail: Line<AtomicU32>,
-    /// Entries: `slot << 32 | tag`.
-    pub slots: [AtomicU64; RING_SLOTS],
+pub struct HandleSlot {
+    /// Id of the live handle; 0 when none (ids are never 0). Stored last on create (release)
+    /// and first on destroy.
+    pub id: AtomicU32,
+    /// Its memory type (wire value).
+    pub mem: AtomicU32,
+    /// Its global address.
+    pub addr: AtomicU64,
+    /// Its size \[bytes\].
+    pub size: AtomicU64,
+    reserved: AtomicU64,
+}
+
+impl HandleSlot {
+    /// Publishes `h` as live (the owner only).
+    pub fn publish(&self, h: &Handle) {
+        self.mem.store(u32::from(h.mem.to_byte()), Ordering::Relaxed);
+        self.addr.store(h.addr, Ordering::Relaxed);
+        self.size.store(h.size, Ordering::Relaxed);
+        self.id.store(h.id, Ordering::Release);
+    }
+
+    /// Marks the slot empty (the owner only).
+    pub fn clear(&self) {
+        self.id.store(0, Ordering::Release);
+    }
+
+    /// Whether `h` is, field for field, the handle live in this slot.
+    #[inline(always)]
+    pub fn holds(&self, h: &Handle) -> bool {
+        self.id.load(Ordering::Acquire) == h.id
+            && self.addr.load(Ordering::Relaxed) == h.addr
+            && self.size.load(Ordering::Relaxed) == h.size
+            && self.mem.load(Ordering::Relaxed) == u32::from(h.mem.to_byte())
+    }
+
+    /// The live handle of this slot of `node`, if any.
+    pub fn live(&self, node: u16) -> Option<Handle> {
+        let id = self.id.load(Ordering::Acquire);
+        if id == 0 {
+            return None;
+        }
+        let mem = tca_proto::MemoryType::from_byte(self.mem.load(Ordering::Relaxed) as u8).ok()?;
+        let h =
+            Handle { node, addr: self.addr.load(Ordering::Relaxed), size: self.size.load(Ordering::Relaxed), mem, id };
+        (self.id.load(Ordering::Acquire) == id).then_some(h)
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
 const _: () = assert!(RINGS + MAX_NODES as usize * std::mem::size_of::<Ring>() <= BOOT);
-const _: () = assert!(BOOT + BOOT_BYTES <= MSGS);
+const _: () = assert!(BOOT + BOOT_BYTES <= HANDLES);
+const _: () = assert!(std::mem::size_of::<HandleSlot>() == 32);
+const _: () = assert!(HANDLES + MAX_HANDLES * std::mem::size_of::<HandleSlot>() <= MSGS);
 const _: () = assert!(MSGS + MAX_NODES as usize * std::mem::size_of::<MsgRing>() <= HEAP);
-
-/// A single-producer, single-consumer ring of [`MSG_BYTES`]-byte messages (the proxy-read
-/// traffic of seed 000 §3.5: requests, interrupts, answers).
-#[repr(C)]
-#[derive(Debug)]
-pub struct MsgRing {
-    /// Next entry the producer writes.
-    pub head: Line<AtomicU32>,
-    /// Next entry the consumer reads.
-    pub tail: Line<AtomicU32>,
-    /// Entries, as 64-bit words.
-    pub slots: [[AtomicU64; MSG_BYTES / 8]; MSG_SLOTS],
-}
-
-impl MsgRing {
-    /// Appends a message; `false` when the ring is full.
-    pub fn push(&self, msg: &[u8; MSG_BYTES]) -> bool {
-        let head = self.head.0.load(Ordering::Relaxed);
-        let tail = self.tail.0.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) as usize >= MSG_SLOTS {
-            return false;
-        }
-        let slot = &self.slots[head as usize % MSG_SLOTS];
-        for (w, chunk) in slot.iter().zip(msg.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(chunk);
-            w.store(u64::from_le_bytes(b), Ordering::Relaxed);
-        }
-        self.head.0.store(head.wrapping_add(1), Ordering::Release);
-        true
-    }
-
-    /// Takes every message, oldest first.
-    pub fn drain(&self, mut f: impl FnMut(&[u8; MSG_BYTES])) {
-        let head = self.head.0.load(Ordering::Acquire);
-        let mut tail = self.tail.0.load(Ordering::Relaxed);
-        if head == tail {
-            return;
-        }
-        let mut msg = [0u8; MSG_BYTES];
-        while tail != head {
-            let slot = &self.slots[tail as usize % MSG_SLOTS];
-            for (w, chunk) in slot.iter().zip(msg.chunks_exact_mut(8)) {
-                chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
-            }
-            f(&msg);
-            tail = tail.wrapping_add(1);
-        }
-        self.tail.0.store(tail, Ordering::Release);
-    }
-}
-
-/// Encodes a notification as a ring entry.
-pub fn encode_notify(slot: u16, tag: u32) -> u64 {
-    (u64::from(slot) << 32) | u64::from(tag)
-}
-
-/// Decodes a ring entry into (slot, tag).
-pub fn decode_notify(v: u64) -> (u16, u32) {
-    ((v >> 32) as u16, v as u32)
-}
 
 /// Typed views into a mapped segment.
 #[derive(Debug)]
@@ -190,6 +178,7 @@ impl Segment {
     }
 
     /// The header.
+    #[inline]
     pub fn header(&self) -> &Header {
         // SAFETY: the mapping is page-aligned, at least HEADER_BYTES long, and Header is made
         // of atomics, valid for any bit pattern (zero-filled at creation).
@@ -208,6 +197,21 @@ impl Segment {
         let off = MSGS + src as usize * std::mem::size_of::<MsgRing>();
         // SAFETY: in bounds by the layout assertions; atomics only; 64-byte aligned offset.
         unsafe { &*self.map.ptr().add(off).cast::<MsgRing>() }
+    }
+
+    /// Slot `slot % MAX_HANDLES` of the handle table.
+    #[inline]
+    pub fn handle_slot(&self, slot: usize) -> &HandleSlot {
+        let off = HANDLES + (slot % MAX_HANDLES) * std::mem::size_of::<HandleSlot>();
+        // SAFETY: in bounds by the layout assertions; atomics only; 32-byte aligned offset.
+        unsafe { &*self.map.ptr().add(off).cast::<HandleSlot>() }
+    }
+
+    /// Whether `h` (a handle of this segment's owner) is live: one lookup in the table, on
+    /// the path of every PIO store.
+    #[inline(always)]
+    pub fn is_live(&self, h: &Handle) -> bool {
+        self.handle_slot(h.slot()).holds(h)
     }
 
     /// Backs `len` bytes at `off` of this rank's own segment with memory now.
@@ -234,6 +238,7 @@ impl Segment {
     }
 
     /// Pointer to `len` bytes at segment offset `off`, if they lie inside the heap.
+    #[inline(always)]
     pub fn heap_ptr(&self, off: u64, len: u64) -> Option<*mut u8> {
         let end = off.checked_add(len)?;
         if off < HEAP as u64 || end > self.map.len() as u64 {
@@ -241,33 +246,6 @@ impl Segment {
         }
         // SAFETY: in bounds, checked above.
         Some(unsafe { self.map.ptr().add(off as usize) })
-    }
-
-    /// Pushes a notification into `ring` (this process is its only producer). `false` when
-    /// the ring is full.
-    pub fn push(ring: &Ring, value: u64) -> bool {
-        let head = ring.head.0.load(Ordering::Relaxed);
-        let tail = ring.tail.0.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) as usize >= RING_SLOTS {
-            return false;
-        }
-        ring.slots[head as usize % RING_SLOTS].store(value, Ordering::Relaxed);
-        ring.head.0.store(head.wrapping_add(1), Ordering::Release);
-        true
-    }
-
-    /// Takes every entry of `ring` (the caller is its only consumer), oldest first.
-    pub fn drain(ring: &Ring, mut f: impl FnMut(u64)) {
-        let head = ring.head.0.load(Ordering::Acquire);
-        let mut tail = ring.tail.0.load(Ordering::Relaxed);
-        if head == tail {
-            return;
-        }
-        while tail != head {
-            f(ring.slots[tail as usize % RING_SLOTS].load(Ordering::Relaxed));
-            tail = tail.wrapping_add(1);
-        }
-        ring.tail.0.store(tail, Ordering::Release);
     }
 
     /// Rings a doorbell: bump the word, wake sleepers if there are any.
@@ -285,6 +263,7 @@ pub fn global(node: u16, off: u64) -> u64 {
 }
 
 /// Splits a global address into (node, segment offset).
+#[inline(always)]
 pub fn split(addr: u64) -> (u64, u64) {
     (addr >> NODE_SHIFT, addr & ((1u64 << NODE_SHIFT) - 1))
 }
@@ -292,13 +271,6 @@ pub fn split(addr: u64) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn notify_entries_round_trip() {
-        for (slot, tag) in [(0u16, 0u32), (63, u32::MAX), (7, 0x1234_5678)] {
-            assert_eq!(decode_notify(encode_notify(slot, tag)), (slot, tag));
-        }
-    }
 
     #[test]
     fn addresses_split_into_node_and_offset() {

@@ -213,3 +213,21 @@ pub fn getppid() -> u32 {
     // SAFETY: getppid cannot fail.
     unsafe { libc::getppid() as u32 }
 }
+
+/// Words of a CPU bitmap ([`affinity`]): 1,024 CPUs, as the kernel's default `cpu_set_t`.
+pub const CPU_WORDS: usize = 16;
+
+/// The CPUs this thread may run on, as a bitmap (bit `c % 64` of word `c / 64` for CPU `c`);
+/// every CPU up to 1,024 when the kernel does not say.
+pub fn affinity() -> [u64; CPU_WORDS] {
+    const _: () = assert!(std::mem::size_of::<libc::cpu_set_t>() == CPU_WORDS * 8);
+    // SAFETY: sched_getaffinity fills a zeroed cpu_set_t of the size it is given; cpu_set_t is
+    // plain bits, read back as 16 words.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return [u64::MAX; CPU_WORDS];
+        }
+        std::mem::transmute::<libc::cpu_set_t, [u64; CPU_WORDS]>(set)
+    }
+}

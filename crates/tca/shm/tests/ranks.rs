@@ -13,6 +13,11 @@ struct Outcome {
 }
 
 fn run(scenario: &str, n: u16, extra: &[(&str, &str)]) -> Outcome {
+    run_on(scenario, n, extra, None)
+}
+
+/// Runs `n` ranks of `scenario`, each restricted to `cpus` when given.
+fn run_on(scenario: &str, n: u16, extra: &[(&str, &str)], cpus: Option<&[usize]>) -> Outcome {
     let job = format!("test{}-{}", std::process::id(), RUN.fetch_add(1, Ordering::Relaxed));
     let children: Vec<_> = (0..n)
         .map(|r| {
@@ -26,6 +31,23 @@ fn run(scenario: &str, n: u16, extra: &[(&str, &str)]) -> Outcome {
                 .stderr(Stdio::piped());
             for (k, v) in extra {
                 c.env(k, v);
+            }
+            if let Some(cpus) = cpus {
+                let cpus = cpus.to_vec();
+                // SAFETY: sched_setaffinity is async-signal-safe; the set lives on this stack.
+                unsafe {
+                    use std::os::unix::process::CommandExt;
+                    c.pre_exec(move || {
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        for &cpu in &cpus {
+                            libc::CPU_SET(cpu, &mut set);
+                        }
+                        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
             }
             c.spawn().expect("spawn scenario")
         })
@@ -68,6 +90,55 @@ fn every_call_on_one_rank() {
 fn bad_arguments_give_their_codes() {
     let o = run("bad-args", 2, &[]);
     assert!(o.codes.iter().all(|c| *c == Some(0)), "{}", o.out);
+}
+
+#[test]
+fn writes_through_destroyed_or_freed_handles_fail_on_the_writer() {
+    for n in [2u16, 3] {
+        let o = run("stale-handles", n, &[]);
+        assert!(o.codes.iter().all(|c| *c == Some(0)), "{n} ranks: {:?}\n{}", o.codes, o.out);
+    }
+}
+
+#[test]
+fn a_failed_allgather_leaves_the_job_usable() {
+    let o = run("collective-mismatch", 3, &[]);
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);
+}
+
+#[test]
+fn a_spin_longer_than_the_timeout_is_rejected_at_init() {
+    let t = std::time::Instant::now();
+    let o = run("all-calls", 2, &[("TCA_SPIN_US", "30000000"), ("TCA_TIMEOUT_MS", "300")]);
+    assert_eq!(o.codes, vec![Some(1), Some(1)], "{}", o.out);
+    assert!(o.out.contains("TCA_SPIN_US=30000000 is longer than TCA_TIMEOUT_MS=300"), "{}", o.out);
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+fn cpus_allowed() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills the zeroed set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+#[test]
+fn ranks_outnumbering_their_cpus_do_not_spin() {
+    let cpu = cpus_allowed()[0];
+    // Three ranks on one CPU: every rank sees the same union (1 CPU) and stops spinning.
+    let o = run_on("policy", 3, &[], Some(&[cpu]));
+    assert_eq!(o.codes, vec![Some(0); 3], "{}", o.out);
+    assert_eq!(o.out.matches("cpus=1 oversubscribed=true spin_us=0").count(), 3, "{}", o.out);
+    // One rank per CPU (as `--bind-to core` places them) keeps the spin.
+    let o = run_on("policy", 1, &[], Some(&[cpu]));
+    assert!(o.out.contains("cpus=1 oversubscribed=false spin_us=50"), "{}", o.out);
+    // The whole API works without spinning, within bounded time (every wait is woken).
+    let t = std::time::Instant::now();
+    let o = run_on("all-calls", 3, &[], Some(&[cpu]));
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);
+    assert!(t.elapsed() < std::time::Duration::from_secs(60), "{:?}", t.elapsed());
 }
 
 #[test]

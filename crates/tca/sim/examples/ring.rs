@@ -58,5 +58,7 @@ fn main() {
     let wall = start.elapsed().as_secs_f64();
     let events = job.events();
     let rate = events as f64 / wall / 1e6;
-    println!("{ranks} ranks, {iterations} iterations of {size} B: {events} events in {wall:.3} s: {rate:.2} M events/s");
+    println!(
+        "{ranks} ranks, {iterations} iterations of {size} B: {events} events in {wall:.3} s: {rate:.2} M events/s"
+    );
 }

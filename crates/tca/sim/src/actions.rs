@@ -65,7 +65,9 @@ impl World {
         let n = u32::from(node);
         let base = |w: &World, node: u16| w.cluster.address_map().node_base(u32::from(node));
         let work = |w: &mut World, channel: u8, work: Work| {
-            w.cluster.work(now, n, channel, work).map_err(|e| FabricError::with_detail(TcaError::InvalidHandle, e.to_string()))
+            w.cluster
+                .work(now, n, channel, work)
+                .map_err(|e| FabricError::with_detail(TcaError::InvalidHandle, e.to_string()))
         };
         match action {
             Action::Kick { channel } => work(self, channel, Work::Kick),

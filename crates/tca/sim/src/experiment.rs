@@ -118,7 +118,8 @@ pub fn run_dma(platform: &Platform, run: &DmaRun, mut trace: Option<&mut Trace>)
         }
         world.step()?;
     };
-    world.engines[0].wait_dma_channel(0)?;
+    // The run's outcome: a failure (none is expected here) ends the experiment with its error.
+    let _ = world.engines[0].wait_dma_channel(0)?;
     while world.next_event().is_some() {
         world.step()?;
     }

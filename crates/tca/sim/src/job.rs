@@ -23,7 +23,12 @@ enum Slot {
     /// Has made a request not yet seen by the world.
     Submitted(Op),
     /// Waiting for the world; `deadline` once known.
-    Waiting { op_text: String, wait: Wait, deadline: Option<SimTime>, gather: Option<Vec<u8>> },
+    Waiting {
+        op_text: String,
+        wait: Wait,
+        deadline: Option<SimTime>,
+        gather: Option<Vec<u8>>,
+    },
     /// The answer is ready.
     Ready(Result<Reply, FabricError>),
     Finished,

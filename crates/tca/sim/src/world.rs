@@ -72,9 +72,21 @@ pub(crate) enum Wait {
     /// Ready at a known time.
     Until(SimTime),
     /// The channel's run is over and the polling CPU has seen its status register say so.
-    Dmac { node: u16, channel: u8, since: SimTime },
-    Recv { node: u16, handle: Handle, slot: u32, tag: u32 },
-    Value { addr: u64, bytes: Vec<u8> },
+    Dmac {
+        node: u16,
+        channel: u8,
+        since: SimTime,
+    },
+    Recv {
+        node: u16,
+        handle: Handle,
+        slot: u32,
+        tag: u32,
+    },
+    Value {
+        addr: u64,
+        bytes: Vec<u8>,
+    },
     Collective,
 }
 
@@ -121,7 +133,10 @@ impl World {
         if nodes == 0 || nodes > platform.nodes {
             return Err(FabricError::with_detail(
                 TcaError::InvalidNode,
-                format!("{nodes} ranks asked; platform {} has {} nodes (one rank per node)", platform.name, platform.nodes),
+                format!(
+                    "{nodes} ranks asked; platform {} has {} nodes (one rank per node)",
+                    platform.name, platform.nodes
+                ),
             ));
         }
         let engines = (0..nodes).map(|n| Engine::new(n as u16, nodes as u16)).collect::<Result<Vec<_>, _>>()?;
@@ -196,7 +211,9 @@ impl World {
                 done(Reply::Unit)
             }
             Op::CreateHandle { addr, size, mem } => {
-                if !self.memory.contains(addr, size.max(1)) || self.cluster.address_map().node_of(addr) != Some(u32::from(node)) {
+                if !self.memory.contains(addr, size.max(1))
+                    || self.cluster.address_map().node_of(addr) != Some(u32::from(node))
+                {
                     return Err(TcaError::InvalidHandle.into());
                 }
                 done(Reply::Handle(self.engines[engine].create_handle(addr, size, mem)?))
@@ -296,17 +313,15 @@ impl World {
     pub(crate) fn ready_at(&mut self, w: &Wait) -> Option<Result<SimTime, FabricError>> {
         match w {
             Wait::Until(t) => Some(Ok(*t)),
-            Wait::Dmac { node, channel, since } => {
-                match self.engines[*node as usize].wait_dma_channel(*channel) {
-                    Err(e) => Some(Err(e.into())),
-                    Ok(WaitStatus::Pending) => None,
-                    Ok(WaitStatus::Ready) => match self.markers[*node as usize][*channel as usize] {
-                        Marker::Idle => Some(Ok(self.now)),
-                        Marker::Running => None,
-                        Marker::Done(t) => Some(Ok(self.cluster.poll_register(*since, t))),
-                    },
-                }
-            }
+            Wait::Dmac { node, channel, since } => match self.engines[*node as usize].wait_dma_channel(*channel) {
+                Err(e) => Some(Err(e.into())),
+                Ok(WaitStatus::Pending) => None,
+                Ok(WaitStatus::Ready) => match self.markers[*node as usize][*channel as usize] {
+                    Marker::Idle => Some(Ok(self.now)),
+                    Marker::Running => None,
+                    Marker::Done(t) => Some(Ok(self.cluster.poll_register(*since, t))),
+                },
+            },
             Wait::Recv { node, handle, slot, tag } => {
                 match self.engines[*node as usize].wait_dma_recv(handle, *slot, *tag) {
                     Ok(WaitStatus::Ready) => Some(Ok(self.now)),

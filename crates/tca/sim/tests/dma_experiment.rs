@@ -92,4 +92,3 @@ fn same_run_gives_byte_identical_traces() {
     assert!(a.contains("\"MWr 256 B\"") && a.contains("\"CplD 256 B\"") && a.contains("node0 PEACH2 DMA channel 0"));
     assert_eq!(a, trace());
 }
-

@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use std::path::Path;
-use tca_proto::{Desc, DmaFlags, Fabric, Handle, MemoryType};
 use tca_model::platform::Platform;
+use tca_proto::{Desc, DmaFlags, Fabric, Handle, MemoryType};
 
 const SRC: u64 = 4096;
 const DST: u64 = 16384;

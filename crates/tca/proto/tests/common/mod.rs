@@ -99,7 +99,10 @@ impl Cluster {
             }
             Action::Interrupt { node } => self.engines[node as usize].handle_interrupt(),
             Action::ProxyDone { node, done } => self.engines[node as usize].handle_proxy_done(done).unwrap(),
-            Action::Kick { .. } | Action::Descriptor { .. } | Action::ChannelDone { .. } | Action::ChannelFailed { .. } => {}
+            Action::Kick { .. }
+            | Action::Descriptor { .. }
+            | Action::ChannelDone { .. }
+            | Action::ChannelFailed { .. } => {}
         }
     }
 

@@ -1,0 +1,79 @@
+//! `include/tca-api.h` against the Rust tables: every result code, DMA flag, memory type, DMA
+//! mode and size the header publishes is the one the library uses, and none is missing.
+
+use std::collections::BTreeMap;
+use tca::api::{DMA_MODES, MEMORY_TYPES};
+use tca_proto::fabric::PIO_REGION_BYTES;
+use tca_proto::{DmaFlags, CHANNELS, HANDLE_BYTES, MAX_NODES, NOTIFY_SLOTS};
+
+fn header() -> String {
+    std::fs::read_to_string(tca::HEADER).expect("read tca-api.h")
+}
+
+/// Every `#define NAME VALUE` of the header whose name starts with `prefix`.
+fn defines(prefix: &str) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for line in header().lines() {
+        let mut words = line.split_whitespace();
+        if words.next() != Some("#define") {
+            continue;
+        }
+        let (Some(name), Some(value)) = (words.next(), words.next()) else { continue };
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let v = match value.strip_prefix("0x") {
+            Some(hex) => i64::from_str_radix(hex, 16),
+            None => value.parse(),
+        };
+        let v = v.unwrap_or_else(|_| panic!("{name}: value {value:?} is not a number"));
+        assert!(out.insert(name.to_string(), v).is_none(), "{name} defined twice");
+    }
+    out
+}
+
+/// The value of `NAME = V` inside an enum of the header.
+fn enum_value(name: &str) -> i64 {
+    let text = header();
+    let at = text.find(&format!("{name} =")).unwrap_or_else(|| panic!("{name} not in an enum of the header"));
+    let rest = text[at + name.len() + 2..].trim_start();
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or_else(|_| panic!("{name}: no value in {rest:.20}"))
+}
+
+#[test]
+fn result_codes_match_the_error_table() {
+    let want: BTreeMap<String, i64> =
+        tca::c_errors().into_iter().map(|(code, name, _)| (name, i64::from(code))).collect();
+    let got = defines("TCA_ERROR_");
+    assert_eq!(got, want, "tca-api.h and the error table differ");
+    assert_eq!(defines("TCA_SUCCESS").get("TCA_SUCCESS"), Some(&0));
+}
+
+#[test]
+fn dma_flags_match_the_flag_table() {
+    let want: BTreeMap<String, i64> =
+        DmaFlags::NAMES.iter().map(|(c, _, f)| (c.to_string(), i64::from(f.bits()))).collect();
+    let got: BTreeMap<String, i64> = defines("tcaDMA").into_iter().collect();
+    assert_eq!(got, want, "tca-api.h and DmaFlags::NAMES differ");
+}
+
+#[test]
+fn enums_and_sizes_match() {
+    for (i, (name, mem)) in MEMORY_TYPES.iter().enumerate() {
+        assert_eq!(enum_value(name), i64::from(mem.to_byte()), "{name}");
+        assert_eq!(i, mem.to_byte() as usize);
+    }
+    for (i, (name, _)) in DMA_MODES.iter().enumerate() {
+        assert_eq!(enum_value(name), i as i64, "{name}");
+    }
+    let sizes = defines("TCA_");
+    assert_eq!(sizes["TCA_DMA_CHANNELS"], CHANNELS as i64);
+    assert_eq!(sizes["TCA_NOTIFY_SLOTS"], i64::from(NOTIFY_SLOTS));
+    assert_eq!(sizes["TCA_MAX_NODES"], i64::from(MAX_NODES));
+    let text = header();
+    assert!(text.contains(&format!("typedef struct tcaHandle {{ uint8_t bytes[{HANDLE_BYTES}]; }} tcaHandle;")));
+    assert!(
+        text.contains(&format!("typedef struct tcaPIOHandle {{ uint8_t bytes[{PIO_REGION_BYTES}]; }} tcaPIOHandle;"))
+    );
+}

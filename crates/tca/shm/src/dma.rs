@@ -1,0 +1,151 @@
+//! DMA of one rank (`tcaDescSet`, `tcaStartDMADesc`, `tcaWaitDMAC`, `tcaWaitDMARecvDesc`): a
+//! chain set on one of four channels is run by the process's DMA engine thread, or by the
+//! caller itself when the chain is short and the thread sleeps. In chaining mode the 32-byte
+//! hardware descriptors are written into a table in this rank's segment, which the executor
+//! fetches entry by entry while it runs the chain.
+
+use crate::executor::Work;
+use crate::fabric::{lock, Inner};
+use crate::segment::Segment;
+use crate::wait::{WaitFor, Watch};
+use std::sync::atomic::Ordering;
+use tca_proto::descriptor::DESCRIPTOR_BYTES;
+use tca_proto::{Desc, DescEntry, DmaMode, Handle, TcaError, TcaResult, WaitStatus};
+
+/// Largest chain \[bytes\] the caller of `tcaStartDMADesc` carries out itself when the engine
+/// thread sleeps (waking the thread would cost more than the copies).
+pub const INLINE_BYTES: u64 = 64 * 1024;
+
+impl Inner {
+    /// Every handle of the entries is live in its owner's table and inside its heap.
+    fn check_entries(&self, entries: &[DescEntry]) -> TcaResult<()> {
+        for e in entries {
+            for h in [&e.dst, &e.src] {
+                if h.node >= self.cfg.size {
+                    return Err(TcaError::InvalidNode);
+                }
+                self.live_ptr(h)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a descriptor chain on a channel (`tcaDescSet`).
+    ///
+    /// # Errors
+    /// What [`tca_proto::Engine::set_chain`] rejects; [`TcaError::InvalidHandle`] when a
+    /// handle is not live or not inside its node's heap; [`TcaError::OutOfMemory`] when the
+    /// descriptor table does not fit.
+    pub(crate) fn desc_set(&self, channel: u8, desc: &Desc) -> TcaResult<()> {
+        self.check_live()?;
+        desc.check_runnable()?;
+        self.check_entries(desc.entries())?;
+        let mut tables = lock(&self.tables);
+        let table = if desc.mode() == DmaMode::Chaining {
+            let bytes = (desc.len() * DESCRIPTOR_BYTES) as u64;
+            Some((self.alloc(bytes)?, desc.len()))
+        } else {
+            None
+        };
+        let result = lock(&self.engine).set_chain(channel, desc);
+        if let Err(e) = result {
+            if let Some((off, _)) = table {
+                lock(&self.heap).free(off);
+            }
+            return Err(e);
+        }
+        if let Some((old, _)) = std::mem::replace(&mut tables[channel as usize], table) {
+            lock(&self.heap).free(old);
+        }
+        if let Some((off, _)) = table {
+            let base = self.own().base().wrapping_add(off as usize);
+            for (i, d) in desc.hardware_descriptors().enumerate() {
+                let mut buf = [0u8; DESCRIPTOR_BYTES];
+                d.encode(&mut buf);
+                // SAFETY: the table block holds len * 32 bytes of this segment.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), base.add(i * DESCRIPTOR_BYTES), DESCRIPTOR_BYTES)
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Kicks a channel (`tcaStartDMADesc`) after checking that every handle of its chain is
+    /// still live: an owner may have destroyed or freed one since `tcaDescSet`.
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] for a handle destroyed or freed since; what
+    /// [`tca_proto::Engine::handle_start`] rejects.
+    pub(crate) fn start_dma(&self, channel: u8) -> TcaResult<()> {
+        self.check_live()?;
+        let bytes = {
+            let mut e = lock(&self.engine);
+            let bytes = match e.chain(channel)? {
+                Some(chain) => {
+                    let entries = chain.entries();
+                    for h in entries.iter().flat_map(|x| [&x.dst, &x.src]) {
+                        self.check_still_live(h)?;
+                    }
+                    entries.iter().map(DescEntry::bytes).sum::<u64>()
+                }
+                None => 0,
+            };
+            e.handle_start(channel)?;
+            bytes
+        };
+        let h = self.own().header();
+        if bytes <= INLINE_BYTES && h.engine_waiters.0.load(Ordering::SeqCst) != 0 {
+            self.progress(&mut Work::default());
+        } else {
+            Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        }
+        Ok(())
+    }
+
+    /// A handle that passed [`Inner::desc_set`]'s checks is still live in its owner's table.
+    fn check_still_live(&self, h: &Handle) -> TcaResult<()> {
+        match self.segs.get(h.node as usize) {
+            Some(seg) if seg.is_live(h) => Ok(()),
+            _ => Err(TcaError::InvalidHandle),
+        }
+    }
+
+    /// Waits until a channel's run is over (`tcaWaitDMAC`).
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidChannel`]; the run's error ([`TcaError::PeerDead`], a proxy
+    /// read's refusal); [`TcaError::Timeout`].
+    pub(crate) fn wait_dmac(&self, channel: u8) -> TcaResult<()> {
+        self.check_live()?;
+        let mut work = Work::default();
+        // A chain may read from or write to any rank (proxy reads wait for the source).
+        let what = WaitFor { watch: Watch::Everyone, cheap: false, engine_reports: true };
+        self.wait(what, |inner| {
+            inner.progress(&mut work);
+            Ok(lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
+        })
+    }
+
+    /// Waits for and consumes one notification (slot, tag) from `h.node`
+    /// (`tcaWaitDMARecvDesc`). Only the node of `h` matters: its owner may have destroyed it.
+    ///
+    /// # Errors
+    /// What [`tca_proto::Engine::wait_dma_recv`] rejects; [`TcaError::PeerDead`] when the
+    /// sender died (or finished) without sending it; [`TcaError::Timeout`].
+    pub(crate) fn wait_dma_recv(&self, h: &Handle, slot: u32, tag: u32) -> TcaResult<()> {
+        self.check_live()?;
+        h.validate()?;
+        if h.node >= self.cfg.size {
+            return Err(TcaError::InvalidNode);
+        }
+        let watch = if h.node == self.cfg.rank { Watch::Nobody } else { Watch::Peer(h.node) };
+        let mut work = Work::default();
+        self.wait(WaitFor { watch, cheap: false, engine_reports: true }, |inner| {
+            inner.progress(&mut work);
+            let mut e = lock(&inner.engine);
+            inner.drain_notifications(&mut e);
+            Ok(e.wait_dma_recv(h, slot, tag)? == WaitStatus::Ready)
+        })
+    }
+}

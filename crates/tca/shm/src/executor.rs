@@ -1,0 +1,283 @@
+//! Carrying the engine's actions out with real memory: copies for writes, descriptor reads for
+//! fetches, ring entries for notifications and proxy-read messages; then reporting the
+//! completions back to the engine. Done by the DMA engine thread, and by callers waiting for
+//! DMA, so that a waiting caller runs its own chain instead of waiting for the thread to be
+//! scheduled.
+
+use crate::fabric::{lock, Inner};
+use crate::msg::Msg;
+use crate::ring::encode_notify;
+use crate::segment::Segment;
+use crate::sys;
+use crate::wait::Backoff;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tca_proto::descriptor::{Descriptor, DESCRIPTOR_BYTES};
+use tca_proto::{Action, DescriptorSource, Engine, ProxyDone, Token, Write, CHANNELS};
+
+/// Buffers of one executor of engine actions (the engine thread, or a waiting caller), kept
+/// between rounds so that a round allocates nothing once they have grown.
+#[derive(Default)]
+pub(crate) struct Work {
+    batch: Vec<Action>,
+    /// Writes done, to report.
+    done: Vec<Token>,
+    /// Notifications to this rank: (source node, slot, tag).
+    local: Vec<(u16, u16, u32)>,
+    /// Messages to send: (destination node, message).
+    msgs: Vec<(u16, Msg)>,
+    /// Messages to this rank, applied to its engine directly.
+    to_self: Vec<Msg>,
+    /// Answers to requests the engine could not register.
+    refusals: Vec<(u16, Msg)>,
+}
+
+impl Inner {
+    /// Carries out every action the engine has queued, round after round, until there is
+    /// none; false when there was nothing to do.
+    pub(crate) fn progress(&self, work: &mut Work) -> bool {
+        let mut any = false;
+        while self.progress_once(work) {
+            any = true;
+        }
+        any
+    }
+
+    /// One round: take the actions, carry them out, send the messages, report back.
+    fn progress_once(&self, work: &mut Work) -> bool {
+        self.take_actions(work);
+        self.send_refusals(work);
+        if work.batch.is_empty() {
+            return false;
+        }
+        self.executing.fetch_add(1, Ordering::Relaxed);
+        let wake_app = self.carry_out(work);
+        self.send_messages(work);
+        self.report(work);
+        self.executing.fetch_sub(1, Ordering::Relaxed);
+        if wake_app {
+            let h = self.own().header();
+            Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        }
+        true
+    }
+
+    /// Applies the messages that arrived from peers, then moves the engine's actions into
+    /// `work.batch`, under one hold of the engine lock.
+    fn take_actions(&self, work: &mut Work) {
+        let mut e = lock(&self.engine);
+        let own = self.own();
+        for src in 0..self.cfg.size {
+            let ring = own.msg_ring(src);
+            if ring.is_empty() {
+                continue;
+            }
+            ring.drain(|b| {
+                // Only a corrupted peer writes a message that does not decode: drop it.
+                if let Some(m) = Msg::decode(b) {
+                    self.apply_msg(&mut e, m, &mut work.refusals);
+                }
+            });
+        }
+        while let Some(a) = e.poll_action() {
+            work.batch.push(a);
+        }
+    }
+
+    fn send_refusals(&self, work: &mut Work) {
+        for (node, m) in work.refusals.drain(..) {
+            if !self.push_msg(node, &m) {
+                self.mark_dead(node);
+            }
+        }
+    }
+
+    /// Carries out `work.batch`; true when a waiter of this rank may have something new (a
+    /// notification to this rank, a channel finished or failed).
+    fn carry_out(&self, work: &mut Work) -> bool {
+        let me = self.cfg.rank;
+        let mut wake_app = false;
+        for a in work.batch.drain(..) {
+            match a {
+                Action::Write(w) => {
+                    self.copy(&w);
+                    work.done.push(w.token);
+                }
+                Action::Descriptor { channel, entry, source: DescriptorSource::HostMemory } => {
+                    self.fetch_descriptor(channel, entry)
+                }
+                // Registers, internal memory and kicks cost nothing here.
+                Action::Kick { .. } | Action::Descriptor { .. } => {}
+                Action::Notify(n) if n.dst_node == me => {
+                    work.local.push((n.src_node, n.slot, n.tag));
+                    wake_app = true;
+                }
+                Action::Notify(n) => {
+                    if !self.push_notify(n.dst_node, n.slot, n.tag) {
+                        self.mark_dead(n.dst_node);
+                    }
+                }
+                Action::ChannelDone { .. } | Action::ChannelFailed { .. } => wake_app = true,
+                Action::RegisterProxy { node, request } => work.msgs.push((node, Msg::Request(request))),
+                Action::Interrupt { node } => work.msgs.push((node, Msg::Interrupt)),
+                Action::ProxyDone { node, done } => work.msgs.push((node, Msg::Done(done))),
+            }
+        }
+        wake_app
+    }
+
+    /// The bytes of one write, from one mapped heap to another.
+    fn copy(&self, w: &Write) {
+        let src = self.ptr(w.src_node, w.src_addr, w.len);
+        let dst = self.ptr(w.dst_node, w.dst_addr, w.len);
+        if let (Some(s), Some(d)) = (src, dst) {
+            // SAFETY: both ranges lie inside mapped heaps (desc_set and start_dma checked every
+            // handle; the engine checked offsets against the handles).
+            unsafe { std::ptr::copy(s, d, w.len as usize) };
+        }
+    }
+
+    /// The controller reads the 32-byte descriptor of `entry` from the channel's table in
+    /// memory (chaining mode).
+    fn fetch_descriptor(&self, channel: u8, entry: u32) {
+        let Some((off, n)) = lock(&self.tables)[channel as usize % CHANNELS] else {
+            return;
+        };
+        if entry as usize >= n {
+            return;
+        }
+        let at = off + u64::from(entry) * DESCRIPTOR_BYTES as u64;
+        if let Some(p) = self.own().heap_ptr(at, DESCRIPTOR_BYTES as u64) {
+            let mut buf = [0u8; DESCRIPTOR_BYTES];
+            // SAFETY: inside the table block of this segment.
+            unsafe { std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), DESCRIPTOR_BYTES) };
+            std::hint::black_box(Descriptor::decode(&buf).ok());
+        }
+    }
+
+    /// Sends the messages of the round to other ranks, in order; keeps those to this rank.
+    fn send_messages(&self, work: &mut Work) {
+        let me = self.cfg.rank;
+        for (node, m) in work.msgs.drain(..) {
+            if node == me {
+                work.to_self.push(m);
+            } else if !self.push_msg(node, &m) {
+                self.mark_dead(node);
+            }
+        }
+    }
+
+    /// Reports the round's completions to the engine.
+    fn report(&self, work: &mut Work) {
+        if work.done.is_empty() && work.local.is_empty() && work.to_self.is_empty() {
+            return;
+        }
+        let mut e = lock(&self.engine);
+        for t in work.done.drain(..) {
+            let _ = e.handle_write_done(t);
+        }
+        for (src, slot, tag) in work.local.drain(..) {
+            let _ = e.handle_notify_arrived(src, slot, tag);
+        }
+        for m in work.to_self.drain(..) {
+            self.apply_msg(&mut e, m, &mut work.refusals);
+        }
+        drop(e);
+        self.send_refusals(work);
+    }
+
+    /// Applies one proxy-read message to this rank's engine. A request the engine cannot
+    /// register (table full) is answered with the error, so the requester's run fails
+    /// instead of waiting.
+    fn apply_msg(&self, e: &mut Engine, m: Msg, refusals: &mut Vec<(u16, Msg)>) {
+        match m {
+            Msg::Request(r) => {
+                if let Err(err) = e.handle_proxy_request(r) {
+                    let done = ProxyDone { responder: self.cfg.rank, token: r.token, result: Err(err) };
+                    refusals.push((r.requester, Msg::Done(done)));
+                }
+            }
+            Msg::Interrupt => e.handle_interrupt(),
+            Msg::Done(d) => {
+                let _ = e.handle_proxy_done(d);
+            }
+        }
+    }
+
+    /// Moves every notification from the rings of this rank's segment into its engine.
+    pub(crate) fn drain_notifications(&self, e: &mut Engine) {
+        let own = self.own();
+        for src in 0..self.cfg.size {
+            own.ring(src).drain(|v| {
+                let (slot, tag) = crate::ring::decode_notify(v);
+                // A malformed entry can only come from a corrupted peer: drop it.
+                let _ = e.handle_notify_arrived(src, slot, tag);
+            });
+        }
+    }
+
+    /// Pushes a notification into `dst`'s ring for this rank; waits while the ring is full.
+    /// `false` when `dst` died or stopped consuming for the whole timeout.
+    fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> bool {
+        let _producer = lock(&self.producers[dst as usize]);
+        let seg = &self.segs[dst as usize];
+        let ring = seg.ring(self.cfg.rank);
+        let v = encode_notify(slot, tag);
+        let start = Instant::now();
+        while !ring.push(v) {
+            if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let h = seg.header();
+        Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        true
+    }
+
+    /// Pushes a proxy-read message into `dst`'s message ring for this rank and wakes `dst`'s
+    /// engine thread; waits while the ring is full. `false` as for [`Inner::push_notify`].
+    fn push_msg(&self, dst: u16, m: &Msg) -> bool {
+        let _producer = lock(&self.producers[dst as usize]);
+        let seg = &self.segs[dst as usize];
+        let entry = m.encode();
+        let start = Instant::now();
+        while !seg.msg_ring(self.cfg.rank).push(&entry) {
+            if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let h = seg.header();
+        Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        true
+    }
+
+    /// The DMA engine thread: carries out the engine's actions as they come, sleeping on the
+    /// engine doorbell when there are none, until shutdown. When ranks outnumber CPUs it does
+    /// not spin either.
+    pub(crate) fn engine_thread(&self) {
+        let h = self.own().header();
+        let mut work = Work::default();
+        let mut idle: Option<Backoff> = None;
+        loop {
+            let bell = h.engine_bell.0.load(Ordering::Acquire);
+            if self.progress(&mut work) {
+                idle = None;
+                continue;
+            }
+            if self.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            let backoff = idle.get_or_insert_with(|| Backoff::for_engine(&self.policy));
+            if backoff.snooze().is_none() {
+                continue;
+            }
+            h.engine_waiters.0.store(1, Ordering::SeqCst);
+            if h.engine_bell.0.load(Ordering::SeqCst) == bell {
+                sys::futex_wait(&h.engine_bell.0, bell, Duration::from_millis(50));
+            }
+            h.engine_waiters.0.store(0, Ordering::SeqCst);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! PIO of one rank (`tcaSetPIORegion`, `tcaSendPIO`, `tcaSendPIOCommit`, `tcaWaitPIO`): CPU
+//! stores straight into the destination's mapping (seed 000 §3.5.1), a store fence, and a
+//! receiver that polls its own memory (seed 000 §4.2.1 (3)).
+//!
+//! Every store looks its handle up in the owner's handle table first (one cache line the owner
+//! rarely writes), so a store through a destroyed or freed handle fails here.
+
+use crate::fabric::Inner;
+use crate::segment::{self, Segment};
+use crate::wait::{WaitFor, Watch};
+use std::sync::atomic::{AtomicU32, Ordering};
+use tca_proto::{Handle, PioRegion, TcaError, TcaResult};
+
+impl Inner {
+    /// Opens `len` bytes at `offset` of any rank's live handle for PIO.
+    ///
+    /// # Errors
+    /// What [`Handle::validate`] rejects; [`TcaError::InvalidNode`]; what [`PioRegion::new`]
+    /// rejects ([`TcaError::ZeroSize`], [`TcaError::OutOfBounds`]); [`TcaError::InvalidHandle`]
+    /// when the handle is not live or not inside its node's heap.
+    pub(crate) fn set_pio_region(&self, h: &Handle, offset: u64, len: u64) -> TcaResult<PioRegion> {
+        self.check_live()?;
+        h.validate()?;
+        if h.node >= self.cfg.size {
+            return Err(TcaError::InvalidNode);
+        }
+        let region = PioRegion::new(*h, offset, len)?;
+        self.live_ptr(h)?;
+        Ok(region)
+    }
+
+    /// Stores `data` at `offset` of a PIO window. Visible to the destination in order with
+    /// later PIO after [`Inner::send_pio_commit`].
+    ///
+    /// # Errors
+    /// [`TcaError::NotInitialized`] after finalize; [`TcaError::SizeNotMultipleOf4`];
+    /// [`TcaError::OutOfBounds`]; [`TcaError::InvalidNode`]; [`TcaError::InvalidHandle`] when
+    /// the window's handle was destroyed or freed.
+    pub(crate) fn send_pio(&self, r: &PioRegion, offset: u64, data: &[u8]) -> TcaResult<()> {
+        self.check_live()?;
+        let len = data.len() as u64;
+        if !len.is_multiple_of(4) {
+            return Err(TcaError::SizeNotMultipleOf4);
+        }
+        let h = &r.handle;
+        // Inside the window, and the window inside its handle (a region may be forged).
+        let at = offset.checked_add(r.offset).ok_or(TcaError::OutOfBounds)?;
+        if offset.checked_add(len).is_none_or(|end| end > r.len) || !h.contains(at, len) {
+            return Err(TcaError::OutOfBounds);
+        }
+        let seg = self.segs.get(h.node as usize).ok_or(TcaError::InvalidNode)?;
+        if !seg.is_live(h) {
+            return Err(TcaError::InvalidHandle);
+        }
+        // A live handle's address is on its node (the owner published it so).
+        let dst = seg.heap_ptr(segment::split(h.addr).1 + at, len).ok_or(TcaError::InvalidHandle)?;
+        // SAFETY: dst..dst+len lies inside the destination's heap (checked above); data is a
+        // separate slice of the caller.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        if self.policy.oversubscribed {
+            // The receiver does not spin: wake it if it sleeps. The fence orders the stores
+            // before the look at its waiter count (it announces itself, then re-checks).
+            std::sync::atomic::fence(Ordering::SeqCst);
+            let hd = seg.header();
+            if hd.app_waiters.0.load(Ordering::Relaxed) != 0 {
+                Segment::ring_bell(&hd.app_bell.0, &hd.app_waiters.0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Orders every earlier PIO store before every later one: a store fence. x86-64 keeps
+    /// ordinary stores in order (TSO), so the compiler fence is what matters there, and
+    /// `sfence` also orders streaming stores; elsewhere a release fence.
+    pub(crate) fn send_pio_commit(&self) -> TcaResult<()> {
+        self.check_live()?;
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: sfence has no preconditions.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        std::sync::atomic::fence(Ordering::Release);
+        Ok(())
+    }
+
+    /// Waits until the bytes at `offset` of this rank's live handle `h` equal `expected`,
+    /// compared as 32-bit words; `peer`, when given, is the rank expected to write them, and
+    /// the wait fails when it dies.
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidNode`] for a peer outside the job; [`TcaError::ZeroSize`];
+    /// [`TcaError::AlignmentMismatch`] for an address not a multiple of 4;
+    /// [`TcaError::SizeNotMultipleOf4`]; [`TcaError::OutOfBounds`];
+    /// [`TcaError::InvalidHandle`] for a handle not live on this rank; [`TcaError::PeerDead`];
+    /// [`TcaError::Timeout`].
+    pub(crate) fn wait_pio(&self, h: &Handle, offset: u64, expected: &[u8], peer: Option<u16>) -> TcaResult<()> {
+        self.check_live()?;
+        if peer.is_some_and(|p| p >= self.cfg.size) {
+            return Err(TcaError::InvalidNode);
+        }
+        if expected.is_empty() {
+            return Err(TcaError::ZeroSize);
+        }
+        if !offset.is_multiple_of(4) {
+            return Err(TcaError::AlignmentMismatch);
+        }
+        if !expected.len().is_multiple_of(4) {
+            return Err(TcaError::SizeNotMultipleOf4);
+        }
+        if !h.contains(offset, expected.len() as u64) {
+            return Err(TcaError::OutOfBounds);
+        }
+        if h.node != self.cfg.rank {
+            return Err(TcaError::InvalidHandle);
+        }
+        let base = self.live_ptr(h)?.wrapping_add(offset as usize);
+        if !(base as usize).is_multiple_of(4) {
+            // A handle registered at an address that is not a multiple of 4.
+            return Err(TcaError::AlignmentMismatch);
+        }
+        // SAFETY: 4-byte aligned (checked), inside this rank's live handle; read as atomics
+        // because peers store there.
+        let words = unsafe { std::slice::from_raw_parts(base.cast::<AtomicU32>(), expected.len() / 4) };
+        let arrived = || {
+            words
+                .iter()
+                .zip(expected.chunks_exact(4))
+                .all(|(w, e)| w.load(Ordering::Acquire) == u32::from_le_bytes([e[0], e[1], e[2], e[3]]))
+        };
+        if arrived() {
+            return Ok(());
+        }
+        let watch = match peer {
+            Some(p) if p != self.cfg.rank => Watch::Peer(p),
+            _ => Watch::Nobody,
+        };
+        self.wait(WaitFor { watch, cheap: true, engine_reports: false }, |_| Ok(arrived()))
+    }
+}
