@@ -150,9 +150,7 @@ impl Desc {
     fn set_mode(&mut self, py: Python<'_>, mode: Option<&str>) -> PyResult<()> {
         let mode = match mode {
             None => None,
-            Some("register") => Some(DmaMode::Register),
-            Some("chaining") => Some(DmaMode::Chaining),
-            Some(other) => return Err(PyValueError::new_err(format!("unknown DMA mode '{other}'"))),
+            Some(name) => Some(dma_mode(name)?),
         };
         self.inner.set_mode(mode).map_err(|e| fabric_error(py, e.into()))
     }
@@ -160,10 +158,7 @@ impl Desc {
     /// "register" or "chaining": how the channel will get this chain.
     #[getter]
     fn mode(&self) -> &'static str {
-        match self.inner.mode() {
-            DmaMode::Register => "register",
-            DmaMode::Chaining => "chaining",
-        }
+        self.inner.mode().name()
     }
 
     fn __len__(&self) -> usize {
@@ -172,11 +167,13 @@ impl Desc {
 }
 
 pub(crate) fn memory_type(name: &str) -> PyResult<MemoryType> {
-    match name {
-        "cpu" => Ok(MemoryType::Cpu),
-        "gpu" => Ok(MemoryType::Gpu),
-        other => Err(PyValueError::new_err(format!("unknown memory '{other}' (expected cpu or gpu)"))),
-    }
+    MemoryType::from_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown memory '{name}' (expected cpu or gpu)")))
+}
+
+pub(crate) fn dma_mode(name: &str) -> PyResult<DmaMode> {
+    DmaMode::from_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown DMA mode '{name}' (expected chaining or register)")))
 }
 
 /// DMA flag bits by published name.

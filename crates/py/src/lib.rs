@@ -9,7 +9,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
 use tca_model::platform;
-use tca_proto::DmaMode;
 use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
 
 mod api;
@@ -191,13 +190,7 @@ fn simulate_dma<'py>(
     count: i64,
     trace: Option<&Bound<'py, Trace>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mode = match mode {
-        "chaining" => DmaMode::Chaining,
-        "register" => DmaMode::Register,
-        other => {
-            return Err(PyValueError::new_err(format!("unknown DMA mode '{other}' (expected chaining or register)")))
-        }
-    };
+    let mode = api::dma_mode(mode)?;
     if size <= 0 || count <= 0 || count > u32::MAX as i64 {
         return Err(PyValueError::new_err(format!("size ({size}) and count ({count}) must be positive")));
     }

@@ -31,6 +31,21 @@ pub enum DmaMode {
     Register,
 }
 
+impl DmaMode {
+    /// The modes by the lower-case name tca's command line and Python use.
+    pub const NAMES: [(&'static str, DmaMode); 2] = [("chaining", DmaMode::Chaining), ("register", DmaMode::Register)];
+
+    /// The mode called `name` ("chaining" or "register").
+    pub fn from_name(name: &str) -> Option<DmaMode> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+    }
+
+    /// This mode's name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, m)| *m == self).map_or("chaining", |(n, _)| n)
+    }
+}
+
 /// DMA request registers of one PEACH2 DMA controller (seed 001 "PEACH2による通信": "PEACH2内に
 /// 16個のDMA request register"): the longest chain register mode can run.
 pub const REGISTER_REQUESTS: usize = 16;

@@ -63,6 +63,14 @@ pub enum MemoryType {
 }
 
 impl MemoryType {
+    /// The memory types by the lower-case name tca's command line and Python use.
+    pub const NAMES: [(&'static str, MemoryType); 2] = [("cpu", MemoryType::Cpu), ("gpu", MemoryType::Gpu)];
+
+    /// The memory type called `name` ("cpu" or "gpu").
+    pub fn from_name(name: &str) -> Option<MemoryType> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+    }
+
     /// The wire value (offset 6).
     #[inline]
     pub fn to_byte(self) -> u8 {
