@@ -50,7 +50,8 @@
 //!
 //! Modules: [`error`] result codes; [`handle`] memory handles and their wire form; [`flags`] DMA
 //! flags; [`desc`] descriptor chains; [`descriptor`] the hardware descriptor and its wire form;
-//! [`engine`] the state machine and [`action`] what it asks of a fabric; [`fabric`] the interface
+//! [`engine`] the state machine and [`action`] what it asks of a fabric; [`proxy`] the
+//! proxy-read messages between engines; [`fabric`] the interface
 //! every fabric implements; [`wire`] fields of wire forms.
 
 #![warn(missing_docs)]
@@ -63,6 +64,7 @@ pub mod error;
 pub mod fabric;
 pub mod flags;
 pub mod handle;
+pub mod proxy;
 pub mod wire;
 
 pub use action::{
@@ -74,3 +76,4 @@ pub use error::{error_string, result_code, TcaError, TcaResult, TCA_SUCCESS};
 pub use fabric::{Fabric, FabricError, FabricResult, PioRegion};
 pub use flags::DmaFlags;
 pub use handle::{Handle, HandleTable, MemoryType, HANDLE_BYTES, MAX_NODES};
+pub use proxy::{ProxyMsg, PROXY_MSG_BYTES};

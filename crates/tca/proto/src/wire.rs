@@ -23,9 +23,24 @@ macro_rules! field {
     };
 }
 
+/// Reads the `N` bytes at byte `AT` of a wire form of `L` bytes (an embedded wire form).
+pub fn get_bytes<const AT: usize, const N: usize, const L: usize>(b: &[u8; L]) -> [u8; N] {
+    const { assert!(AT + N <= L, "field outside the wire form") };
+    let mut x = [0u8; N];
+    x.copy_from_slice(&b[AT..AT + N]);
+    x
+}
+
+/// Writes `v` at byte `AT` of a wire form of `L` bytes.
+pub fn put_bytes<const AT: usize, const N: usize, const L: usize>(b: &mut [u8; L], v: &[u8; N]) {
+    const { assert!(AT + N <= L, "field outside the wire form") };
+    b[AT..AT + N].copy_from_slice(v);
+}
+
 field!(get_u8, put_u8, u8);
 field!(get_u16, put_u16, u16);
 field!(get_u32, put_u32, u32);
+field!(get_i32, put_i32, i32);
 field!(get_u64, put_u64, u64);
 
 #[cfg(test)]

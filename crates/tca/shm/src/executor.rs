@@ -5,7 +5,6 @@
 //! scheduled.
 
 use crate::fabric::{lock, Inner};
-use crate::msg::Msg;
 use crate::ring::encode_notify;
 use crate::segment::Segment;
 use crate::sys;
@@ -13,6 +12,7 @@ use crate::wait::Backoff;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tca_proto::descriptor::{Descriptor, DESCRIPTOR_BYTES};
+use tca_proto::ProxyMsg;
 use tca_proto::{Action, DescriptorSource, Engine, ProxyDone, Token, Write, CHANNELS};
 
 /// Buffers of one executor of engine actions (the engine thread, or a waiting caller), kept
@@ -25,11 +25,11 @@ pub(crate) struct Work {
     /// Notifications to this rank: (source node, slot, tag).
     local: Vec<(u16, u16, u32)>,
     /// Messages to send: (destination node, message).
-    msgs: Vec<(u16, Msg)>,
+    msgs: Vec<(u16, ProxyMsg)>,
     /// Messages to this rank, applied to its engine directly.
-    to_self: Vec<Msg>,
+    to_self: Vec<ProxyMsg>,
     /// Answers to requests the engine could not register.
-    refusals: Vec<(u16, Msg)>,
+    refusals: Vec<(u16, ProxyMsg)>,
 }
 
 impl Inner {
@@ -74,7 +74,7 @@ impl Inner {
             }
             ring.drain(|b| {
                 // Only a corrupted peer writes a message that does not decode: drop it.
-                if let Some(m) = Msg::decode(b) {
+                if let Some(m) = ProxyMsg::decode(b) {
                     self.apply_msg(&mut e, m, &mut work.refusals);
                 }
             });
@@ -118,9 +118,9 @@ impl Inner {
                     }
                 }
                 Action::ChannelDone { .. } | Action::ChannelFailed { .. } => wake_app = true,
-                Action::RegisterProxy { node, request } => work.msgs.push((node, Msg::Request(request))),
-                Action::Interrupt { node } => work.msgs.push((node, Msg::Interrupt)),
-                Action::ProxyDone { node, done } => work.msgs.push((node, Msg::Done(done))),
+                Action::RegisterProxy { node, request } => work.msgs.push((node, ProxyMsg::Request(request))),
+                Action::Interrupt { node } => work.msgs.push((node, ProxyMsg::Interrupt)),
+                Action::ProxyDone { node, done } => work.msgs.push((node, ProxyMsg::Done(done))),
             }
         }
         wake_app
@@ -189,16 +189,16 @@ impl Inner {
     /// Applies one proxy-read message to this rank's engine. A request the engine cannot
     /// register (table full) is answered with the error, so the requester's run fails
     /// instead of waiting.
-    fn apply_msg(&self, e: &mut Engine, m: Msg, refusals: &mut Vec<(u16, Msg)>) {
+    fn apply_msg(&self, e: &mut Engine, m: ProxyMsg, refusals: &mut Vec<(u16, ProxyMsg)>) {
         match m {
-            Msg::Request(r) => {
+            ProxyMsg::Request(r) => {
                 if let Err(err) = e.handle_proxy_request(r) {
                     let done = ProxyDone { responder: self.cfg.rank, token: r.token, result: Err(err) };
-                    refusals.push((r.requester, Msg::Done(done)));
+                    refusals.push((r.requester, ProxyMsg::Done(done)));
                 }
             }
-            Msg::Interrupt => e.handle_interrupt(),
-            Msg::Done(d) => {
+            ProxyMsg::Interrupt => e.handle_interrupt(),
+            ProxyMsg::Done(d) => {
                 let _ = e.handle_proxy_done(d);
             }
         }
@@ -237,7 +237,7 @@ impl Inner {
 
     /// Pushes a proxy-read message into `dst`'s message ring for this rank and wakes `dst`'s
     /// engine thread; waits while the ring is full. `false` as for [`Inner::push_notify`].
-    fn push_msg(&self, dst: u16, m: &Msg) -> bool {
+    fn push_msg(&self, dst: u16, m: &ProxyMsg) -> bool {
         let _producer = lock(&self.producers[dst as usize]);
         let seg = &self.segs[dst as usize];
         let entry = m.encode();

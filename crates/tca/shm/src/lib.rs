@@ -44,7 +44,6 @@ pub mod executor;
 pub mod fabric;
 pub mod heap;
 pub mod memory;
-pub mod msg;
 pub mod pio;
 pub mod ring;
 pub mod segment;

@@ -14,7 +14,7 @@ pub const RING_SLOTS: usize = 1024;
 /// Entries of one message ring.
 pub const MSG_SLOTS: usize = 64;
 /// Bytes of one message.
-pub const MSG_BYTES: usize = 128;
+pub const MSG_BYTES: usize = tca_proto::PROXY_MSG_BYTES;
 
 /// A ring of notifications.
 #[repr(C)]
