@@ -9,6 +9,9 @@ rows have ``series`` "<scheduler> gpu<i>".
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from tca import TcaError
@@ -78,32 +81,41 @@ def run(cfg: BenchConfig, progress: bool = False) -> list[Summary]:
     data = parse_bytes(cfg.data, "--data")
     inputs = W.make_inputs(cfg.workload, data, cfg.seed, real=cfg.mode != "sim", **kw)
     ref = W.reference(inputs) if cfg.check and cfg.mode != "sim" else None
-    out = []
-    for s in cfg.schedulers:
-        ctx = Context(
-            cfg.devices,
-            mode=cfg.mode,
-            device_memory=cfg.device_memory,
-            bus_bandwidth=cfg.bus_bandwidth,
-            bus_latency=cfg.bus_latency,
-            compute_speed=cfg.compute_speed,
-            scheduler=s,
-            partition_size=partition,
-            progress=progress,
-        )
-        try:
-            result = W.run(ctx, inputs)
-            if ref is not None:
-                try:
-                    W.check(inputs, result, ref, rtol=2e-3, atol=2e-3)
-                except AssertionError as e:
-                    raise TcaError(
-                        f"{s}: result differs from the NumPy reference: {str(e).splitlines()[0]}"
-                    ) from None
-            out.append(ctx.summary())
-        finally:
-            ctx.close()
-    return out
+    parallel = cfg.mode == "sim" and len(cfg.schedulers) > 1 and (os.cpu_count() or 1) > 1
+    if parallel:
+        # Simulated runs are independent and deterministic: one process per core.
+        workers = min(len(cfg.schedulers), os.cpu_count() or 1)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_run_one, cfg, s, partition, inputs, None, False) for s in cfg.schedulers]
+            return [f.result() for f in futures]
+    return [_run_one(cfg, s, partition, inputs, ref, progress) for s in cfg.schedulers]
+
+
+def _run_one(cfg: BenchConfig, scheduler: str, partition: int, inputs, ref, progress: bool) -> Summary:
+    """One scheduler's run of the workload, checked against ``ref`` when given."""
+    ctx = Context(
+        cfg.devices,
+        mode=cfg.mode,
+        device_memory=cfg.device_memory,
+        bus_bandwidth=cfg.bus_bandwidth,
+        bus_latency=cfg.bus_latency,
+        compute_speed=cfg.compute_speed,
+        scheduler=scheduler,
+        partition_size=partition,
+        progress=progress,
+    )
+    try:
+        result = W.run(ctx, inputs)
+        if ref is not None:
+            try:
+                W.check(inputs, result, ref, rtol=2e-3, atol=2e-3)
+            except AssertionError as e:
+                raise TcaError(
+                    f"{scheduler}: result differs from the NumPy reference: {str(e).splitlines()[0]}"
+                ) from None
+        return ctx.summary()
+    finally:
+        ctx.close()
 
 
 def rows(cfg: BenchConfig, summaries: list[Summary]) -> list[Row]:
