@@ -63,6 +63,13 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     axes[0, 0].set_title(textwrap.fill(title, 80), fontsize=10)
+    save(fig, path)
+
+
+def save(fig, path: str | Path) -> None:
+    """Writes ``fig`` as a PNG at ``path`` and closes it; a write error is one line."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=110)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tca import TcaError
+from tca.common.plot import save
 from tca.victream.core.spans import Lane
 
 LANES = (Lane.IN, Lane.RUN, Lane.OUT)
@@ -46,10 +46,4 @@ def plot(summaries, path: str | Path, title: str) -> None:
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("time (s)")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as e:
-        raise TcaError(f"cannot write plot {path}: {e.strerror}") from None
-    finally:
-        plt.close(fig)
+    save(fig, path)
