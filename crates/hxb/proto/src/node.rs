@@ -442,3 +442,86 @@ impl Node {
         Transmit { port: self.striper.port(dim), to, len, relay }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn node(coord: Coord) -> Node {
+        Node::new(Config { grid: Grid(Coord::new(3, 3, 3)), coord, links_per_dim: 2, mtu: 64, rto_ps: 1000 }).unwrap()
+    }
+
+    fn id(n: u32) -> BufferId {
+        BufferId::new(n).unwrap()
+    }
+
+    #[test]
+    fn a_relay_changes_only_the_header_fields_of_the_hop() {
+        let (a, relay, b) = (Coord::new(0, 0, 0), Coord::new(2, 0, 0), Coord::new(2, 1, 0));
+        let mut src = node(a);
+        src.send(b, b"payload").unwrap();
+        let mut buf = vec![0u8; src.frame_capacity()];
+        let t = src.poll_transmit(0, &mut buf).unwrap();
+        assert_eq!((t.to, t.port / 2), (relay, 0), "X first, on an X port");
+        let received = buf[..t.len].to_vec();
+        let mut r = node(relay);
+        assert_eq!(r.handle_frame(5, t.port, id(9), &received), Ok(Disposition::Held));
+        assert_eq!(r.poll_event(), None);
+        let mut out = vec![0u8; r.frame_capacity()];
+        let t2 = r.poll_transmit(6, &mut out).unwrap();
+        assert_eq!((t2.to, t2.port / 2, t2.len, t2.relay), (b, 1, HEADER_LEN, Some(id(9))));
+        let differ: Vec<usize> = (0..HEADER_LEN).filter(|&i| out[i] != received[i]).collect();
+        assert_eq!(differ, [3, 13], "hops and next.y");
+        assert_eq!(r.stats().relayed, 1);
+        assert!(r.is_idle());
+    }
+
+    #[test]
+    fn refusals_leave_the_node_unchanged() {
+        let mut n = node(Coord::new(1, 1, 1));
+        let mut other = node(Coord::new(0, 0, 0));
+        other.send(Coord::new(2, 0, 0), b"x").unwrap();
+        let mut buf = vec![0u8; other.frame_capacity()];
+        let t = other.poll_transmit(0, &mut buf).unwrap();
+        let e = n.handle_frame(1, 0, id(1), &buf[..t.len]).unwrap_err();
+        assert_eq!(e.to_string(), "frame for next hop (2,0,0) arrived at node (1,1,1)");
+        assert_eq!(
+            n.send(Coord::new(1, 1, 1), b"x").unwrap_err().to_string(),
+            "node (1,1,1) cannot send a message to itself"
+        );
+        assert!(n.send(Coord::new(3, 0, 0), b"x").unwrap_err().to_string().contains("outside"));
+        assert!(n.is_idle());
+        let bad = Config {
+            grid: Grid(Coord::new(3, 3, 3)),
+            coord: Coord::new(0, 0, 0),
+            links_per_dim: 0,
+            mtu: 64,
+            rto_ps: 1,
+        };
+        assert!(matches!(Node::new(bad), Err(HxbError::Config(_))));
+    }
+
+    proptest! {
+        /// Any bytes handed to a node give a result, never a panic; a refused frame leaves
+        /// nothing behind.
+        #[test]
+        fn garbage_frames_never_panic(frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..120), 1..20), seed_frame in any::<bool>()) {
+            let mut n = node(Coord::new(1, 0, 0));
+            let mut buf = vec![0u8; n.frame_capacity()];
+            for (i, mut f) in frames.into_iter().enumerate() {
+                if seed_frame && f.len() >= HEADER_LEN {
+                    // A valid header with random bytes after it: exercises the state machine.
+                    let h = Header { kind: Kind::Data, end: f[0] & 1 == 1, hops: 0, src: Coord::new(f[1] % 3, f[2] % 3, 0),
+                        dst: Coord::new(1, 0, 0), next: Coord::new(1, 0, 0), seq: u32::from(f[3] % 40), ack: u32::from(f[4]),
+                        sack: u32::from_be_bytes([f[5], f[6], f[7], f[8]]), buffer: 0, len: (f.len() - HEADER_LEN) as u16 };
+                    h.emit(&mut f);
+                }
+                let _ = n.handle_frame(i as u64, 0, id(i as u32 + 1), &f);
+                n.handle_timeout(i as u64 * 1000);
+                while n.poll_transmit(i as u64, &mut buf).is_some() {}
+                while n.poll_event().is_some() {}
+            }
+        }
+    }
+}
