@@ -6,7 +6,7 @@ use crate::error::HxbError;
 use crate::header::{Header, Kind, HEADER_LEN, MAX_HOPS};
 use crate::rxarray::{ReceiveArray, Stored, WINDOW};
 use crate::stripe::Striper;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::num::NonZeroU32;
 
 /// The id of a receive buffer owned by the caller (the skbuf ID of seed 004 §3.2); never 0,
@@ -103,6 +103,7 @@ struct Peer {
     /// Packets of messages not yet sent: (payload, last of its message).
     pending: VecDeque<(Vec<u8>, bool)>,
     in_sendable: bool,
+    in_flying: bool,
     /// Oldest unacknowledged and next new sequence number.
     una: u32,
     nxt: u32,
@@ -121,7 +122,12 @@ impl Peer {
 pub struct Node {
     cfg: Config,
     striper: Striper,
-    peers: Vec<Peer>,
+    /// Peers this node has exchanged packets with, by linear index. A map, not the seed's
+    /// array over all nodes, so that a simulation of all 2,560 PACS-CS nodes stays small; ordered
+    /// so that iteration is deterministic.
+    peers: BTreeMap<usize, Peer>,
+    /// Peers with packets in flight, each once (some may have drained since).
+    flying: Vec<usize>,
     /// Received frames to pass on: (buffer, rewritten header).
     relays: VecDeque<(BufferId, Header)>,
     /// (peer index, sequence number) to send again.
@@ -149,11 +155,11 @@ impl Node {
         if cfg.links_per_dim == 0 || cfg.mtu == 0 || cfg.rto_ps == 0 {
             return Err(HxbError::Config("links per dimension, MTU and retransmission timeout must be positive"));
         }
-        let peers = (0..cfg.grid.nodes()).map(|_| Peer::default()).collect();
         Ok(Node {
             striper: Striper::new(cfg.links_per_dim),
             cfg,
-            peers,
+            peers: BTreeMap::new(),
+            flying: Vec::new(),
             relays: VecDeque::new(),
             retx: VecDeque::new(),
             sendable: VecDeque::new(),
@@ -183,7 +189,7 @@ impl Node {
         self.relays.is_empty()
             && self.retx.is_empty()
             && self.events.is_empty()
-            && self.peers.iter().all(|p| p.pending.is_empty() && p.una == p.nxt && !p.ack_due)
+            && self.peers.values().all(|p| p.pending.is_empty() && p.una == p.nxt && !p.ack_due)
     }
 
     fn peer_index(&self, c: Coord) -> Result<usize, HxbError> {
@@ -202,7 +208,7 @@ impl Node {
         }
         let mtu = usize::from(self.cfg.mtu);
         let n = data.len().div_ceil(mtu).max(1);
-        let peer = &mut self.peers[p];
+        let peer = self.peers.entry(p).or_default();
         for i in 0..n {
             let chunk = &data[(i * mtu).min(data.len())..((i + 1) * mtu).min(data.len())];
             peer.pending.push_back((chunk.to_vec(), i + 1 == n));
@@ -248,7 +254,7 @@ impl Node {
         if h.kind == Kind::Ack {
             return Ok(Disposition::Free);
         }
-        let peer = &mut self.peers[src];
+        let peer = self.peers.entry(src).or_default();
         if !peer.ack_due {
             peer.ack_due = true;
             self.acks_due.push_back(src);
@@ -272,7 +278,7 @@ impl Node {
     /// Applies an acknowledgement from peer `p`: everything before `ack` is received, and the
     /// SACK bits mark packets held beyond it. Stale or impossible values are ignored.
     fn on_ack(&mut self, p: usize, ack: u32, sack: u32, _now_ps: u64) {
-        let peer = &mut self.peers[p];
+        let peer = self.peers.entry(p).or_default();
         if ack.wrapping_sub(peer.una) > peer.nxt.wrapping_sub(peer.una) {
             return;
         }
@@ -297,7 +303,14 @@ impl Node {
     /// Queues for retransmission every packet unacknowledged for `rto_ps` or longer. Calling it
     /// early or twice is harmless.
     pub fn handle_timeout(&mut self, now_ps: u64) {
-        for (p, peer) in self.peers.iter_mut().enumerate() {
+        let peers = &mut self.peers;
+        self.flying.retain(|p| {
+            let peer = peers.get_mut(p).expect("flying peers exist");
+            peer.in_flying = peer.una != peer.nxt;
+            peer.in_flying
+        });
+        for &p in &self.flying {
+            let peer = self.peers.get_mut(&p).expect("flying peers exist");
             let mut seq = peer.una;
             while seq != peer.nxt {
                 if let Some(f) = peer.inflight[(seq % WINDOW) as usize].as_mut() {
@@ -313,8 +326,9 @@ impl Node {
 
     /// The earliest time a packet's retransmission timer expires [ps].
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.peers
+        self.flying
             .iter()
+            .filter_map(|p| self.peers.get(p))
             .filter(|p| p.una != p.nxt)
             .flat_map(|p| p.inflight.iter().flatten())
             .filter(|f| !f.sacked && !f.queued)
@@ -343,7 +357,7 @@ impl Node {
             return Some(self.transmit(h.dst, HEADER_LEN, Some(buffer)));
         }
         while let Some((p, seq)) = self.retx.pop_front() {
-            let peer = &mut self.peers[p];
+            let peer = self.peers.entry(p).or_default();
             // Acknowledged meanwhile: the slot is empty or holds a later packet.
             if seq.wrapping_sub(peer.una) >= peer.nxt.wrapping_sub(peer.una) {
                 continue;
@@ -360,7 +374,7 @@ impl Node {
             return Some(self.data(p, seq, end, len, buf));
         }
         while let Some(p) = self.sendable.pop_front() {
-            let peer = &mut self.peers[p];
+            let peer = self.peers.entry(p).or_default();
             if peer.pending.is_empty() || !peer.room() {
                 peer.in_sendable = false;
                 continue;
@@ -370,6 +384,10 @@ impl Node {
             peer.nxt = seq.wrapping_add(1);
             if peer.inflight.is_empty() {
                 peer.inflight.resize_with(WINDOW as usize, || None);
+            }
+            if !peer.in_flying {
+                peer.in_flying = true;
+                self.flying.push(p);
             }
             let len = payload.len();
             buf[HEADER_LEN..HEADER_LEN + len].copy_from_slice(&payload);
@@ -384,7 +402,7 @@ impl Node {
             return Some(self.data(p, seq, end, len, buf));
         }
         while let Some(p) = self.acks_due.pop_front() {
-            let peer = &mut self.peers[p];
+            let peer = self.peers.entry(p).or_default();
             if !peer.ack_due {
                 continue; // carried by a DATA packet meanwhile
             }
@@ -416,7 +434,7 @@ impl Node {
     fn data(&mut self, p: usize, seq: u32, end: bool, len: usize, buf: &mut [u8]) -> Transmit {
         let me = self.cfg.coord;
         let dst = self.cfg.grid.coord(p).expect("peer index in the grid");
-        let peer = &mut self.peers[p];
+        let peer = self.peers.entry(p).or_default();
         peer.ack_due = false;
         let (next, _) = me.next_hop(dst).expect("a peer is another node");
         let h = Header {
