@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod harness;
 mod queue;
 mod time;
 mod trace;
