@@ -4,7 +4,6 @@
 //! hardware descriptors are written into a table in this rank's segment, which the executor
 //! fetches entry by entry while it runs the chain.
 
-use crate::executor::Work;
 use crate::fabric::{lock, Inner};
 use crate::segment::Segment;
 use crate::wait::{WaitFor, Watch};
@@ -94,10 +93,14 @@ impl Inner {
             e.handle_start(channel)?;
             bytes
         };
-        let h = self.own().header();
-        if bytes <= INLINE_BYTES && h.engine_waiters.0.load(Ordering::SeqCst) != 0 {
-            self.progress(&mut Work::default());
+        // The caller carries the chain out itself when no other thread is carrying actions
+        // out: always for a short chain (a hand-off costs more than the copies), and for any
+        // chain when the engine thread has no CPU of its own. Otherwise the engine thread does.
+        let caller = bytes <= INLINE_BYTES || self.no_free_cpu;
+        if caller && self.executing.load(Ordering::Relaxed) == 0 {
+            self.with_caller_work(|w| self.progress(w));
         } else {
+            let h = self.own().header();
             Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
         }
         Ok(())
@@ -118,12 +121,13 @@ impl Inner {
     /// read's refusal); [`TcaError::Timeout`].
     pub(crate) fn wait_dmac(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
-        let mut work = Work::default();
         // A chain may read from or write to any rank (proxy reads wait for the source).
         let what = WaitFor { watch: Watch::Everyone, cheap: false, engine_reports: true };
-        self.wait(what, |inner| {
-            inner.progress(&mut work);
-            Ok(lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
+        self.with_caller_work(|work| {
+            self.wait(what, |inner| {
+                inner.progress(work);
+                Ok(lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
+            })
         })
     }
 
@@ -140,12 +144,26 @@ impl Inner {
             return Err(TcaError::InvalidNode);
         }
         let watch = if h.node == self.cfg.rank { Watch::Nobody } else { Watch::Peer(h.node) };
-        let mut work = Work::default();
-        self.wait(WaitFor { watch, cheap: false, engine_reports: true }, |inner| {
-            inner.progress(&mut work);
-            let mut e = lock(&inner.engine);
-            inner.drain_notifications(&mut e);
-            Ok(e.wait_dma_recv(h, slot, tag)? == WaitStatus::Ready)
+        // While spinning, only two lines of this process are polled: the ring from h.node
+        // (the sender does not ring the doorbell of a spinning waiter) and the doorbell (for
+        // everything else: a notification to self, a failed channel). `drained` catches a
+        // notification another thread of this process moved into the engine.
+        let own = self.own();
+        let ring = own.ring(h.node);
+        let bell = &own.header().app_bell.0;
+        let mut seen = None;
+        self.with_caller_work(|work| {
+            self.wait(WaitFor { watch, cheap: true, engine_reports: true }, |inner| {
+                let now = (bell.load(Ordering::Acquire), inner.drained.load(Ordering::Acquire));
+                if ring.is_empty() && seen == Some(now) {
+                    return Ok(false);
+                }
+                seen = Some(now);
+                inner.progress(work);
+                let mut e = lock(&inner.engine);
+                inner.drain_notifications(&mut e);
+                Ok(e.wait_dma_recv(h, slot, tag)? == WaitStatus::Ready)
+            })
         })
     }
 }

@@ -43,7 +43,17 @@ impl Inner {
         any
     }
 
-    /// One round: take the actions, carry them out, send the messages, report back.
+    /// Runs `f` with the callers' cached buffers, or fresh ones when another caller holds
+    /// them.
+    pub(crate) fn with_caller_work<R>(&self, f: impl FnOnce(&mut Work) -> R) -> R {
+        match self.caller_work.try_lock() {
+            Ok(mut w) => f(&mut w),
+            Err(_) => f(&mut Work::default()),
+        }
+    }
+
+    /// One round: report the previous round's completions and take the new actions (one hold
+    /// of the engine lock), carry them out, send the messages.
     fn progress_once(&self, work: &mut Work) -> bool {
         self.take_actions(work);
         self.send_refusals(work);
@@ -53,7 +63,6 @@ impl Inner {
         self.executing.fetch_add(1, Ordering::Relaxed);
         let wake_app = self.carry_out(work);
         self.send_messages(work);
-        self.report(work);
         self.executing.fetch_sub(1, Ordering::Relaxed);
         if wake_app {
             let h = self.own().header();
@@ -62,10 +71,12 @@ impl Inner {
         true
     }
 
-    /// Applies the messages that arrived from peers, then moves the engine's actions into
-    /// `work.batch`, under one hold of the engine lock.
+    /// Reports the completions of the previous round, applies the messages that arrived from
+    /// peers, then moves the engine's actions into `work.batch`, under one hold of the engine
+    /// lock.
     fn take_actions(&self, work: &mut Work) {
         let mut e = lock(&self.engine);
+        self.report(&mut e, work);
         let own = self.own();
         for src in 0..self.cfg.size {
             let ring = own.msg_ring(src);
@@ -167,12 +178,8 @@ impl Inner {
         }
     }
 
-    /// Reports the round's completions to the engine.
-    fn report(&self, work: &mut Work) {
-        if work.done.is_empty() && work.local.is_empty() && work.to_self.is_empty() {
-            return;
-        }
-        let mut e = lock(&self.engine);
+    /// Reports a round's completions to the engine (the engine lock held).
+    fn report(&self, e: &mut Engine, work: &mut Work) {
         for t in work.done.drain(..) {
             let _ = e.handle_write_done(t);
         }
@@ -180,10 +187,8 @@ impl Inner {
             let _ = e.handle_notify_arrived(src, slot, tag);
         }
         for m in work.to_self.drain(..) {
-            self.apply_msg(&mut e, m, &mut work.refusals);
+            self.apply_msg(e, m, &mut work.refusals);
         }
-        drop(e);
-        self.send_refusals(work);
     }
 
     /// Applies one proxy-read message to this rank's engine. A request the engine cannot
@@ -207,17 +212,26 @@ impl Inner {
     /// Moves every notification from the rings of this rank's segment into its engine.
     pub(crate) fn drain_notifications(&self, e: &mut Engine) {
         let own = self.own();
+        let mut took = false;
         for src in 0..self.cfg.size {
             own.ring(src).drain(|v| {
                 let (slot, tag) = crate::ring::decode_notify(v);
+                took = true;
                 // A malformed entry can only come from a corrupted peer: drop it.
                 let _ = e.handle_notify_arrived(src, slot, tag);
             });
         }
+        if took {
+            // Only holders of the engine lock write it: no read-modify-write needed.
+            self.drained.store(self.drained.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        }
     }
 
     /// Pushes a notification into `dst`'s ring for this rank; waits while the ring is full.
-    /// `false` when `dst` died or stopped consuming for the whole timeout.
+    /// `false` when `dst` died or stopped consuming for the whole timeout. A waiter for a
+    /// notification polls the ring itself while it spins, so the doorbell is rung only for a
+    /// sleeping one (it announces itself, then looks at the ring once more: the fence orders
+    /// the push before the look at its count).
     fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> bool {
         let _producer = lock(&self.producers[dst as usize]);
         let seg = &self.segs[dst as usize];
@@ -230,8 +244,11 @@ impl Inner {
             }
             std::thread::sleep(Duration::from_micros(50));
         }
+        std::sync::atomic::fence(Ordering::SeqCst);
         let h = seg.header();
-        Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        if h.app_waiters.0.load(Ordering::Relaxed) != 0 {
+            Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        }
         true
     }
 
@@ -269,7 +286,7 @@ impl Inner {
             if self.shutdown.load(Ordering::Acquire) {
                 return;
             }
-            let backoff = idle.get_or_insert_with(|| Backoff::for_engine(&self.policy));
+            let backoff = idle.get_or_insert_with(|| Backoff::for_engine(&self.policy, !self.no_free_cpu));
             if backoff.snooze().is_none() {
                 continue;
             }

@@ -6,10 +6,11 @@
 
 use crate::boot;
 use crate::config::{Config, ConfigError};
+use crate::executor::Work;
 use crate::heap::Heap;
 use crate::segment::{state, Segment, HEAP};
 use crate::wait::WaitPolicy;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -50,6 +51,16 @@ pub(crate) struct Inner {
     /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
     /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
     pub executing: AtomicU32,
+    /// Buffers for callers that carry actions out (kicks and waits), kept so that the fast
+    /// path allocates nothing; a caller that finds them taken uses its own.
+    pub caller_work: Mutex<Work>,
+    /// Counts the drains of the notification rings that took entries (under the engine lock):
+    /// a waiter whose notification another thread moved into the engine sees it change.
+    pub drained: AtomicU64,
+    /// The job's ranks have no CPU to spare (ranks >= CPUs): the engine thread could only run
+    /// on the CPU of the caller that kicked, so every chain is carried out by the caller
+    /// ([`crate::dma`]), and the engine thread does not spin when idle.
+    pub no_free_cpu: bool,
     pub shutdown: AtomicBool,
     pub finished: AtomicBool,
 }
@@ -136,6 +147,9 @@ impl ShmFabric {
             producers: (0..size).map(|_| Mutex::new(())).collect(),
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),
+            caller_work: Mutex::new(Work::default()),
+            drained: AtomicU64::new(0),
+            no_free_cpu: u32::from(size) >= policy.cpus,
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
         });

@@ -41,6 +41,12 @@ impl Ring {
         true
     }
 
+    /// Whether no entry waits (one load of a line the producer writes only on a push).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head.0.load(Ordering::Acquire) == self.tail.0.load(Ordering::Relaxed)
+    }
+
     /// Takes every entry, oldest first.
     pub fn drain(&self, mut f: impl FnMut(u64)) {
         let head = self.head.0.load(Ordering::Acquire);
