@@ -32,15 +32,43 @@ pub(crate) struct Work {
     refusals: Vec<(u16, Msg)>,
 }
 
+impl Work {
+    /// Completions to report to the engine.
+    fn has_reports(&self) -> bool {
+        !(self.done.is_empty() && self.local.is_empty() && self.to_self.is_empty())
+    }
+}
+
 impl Inner {
     /// Carries out every action the engine has queued, round after round, until there is
     /// none; false when there was nothing to do.
     pub(crate) fn progress(&self, work: &mut Work) -> bool {
+        self.progress_with(work, |_| ()).1
+    }
+
+    /// [`Inner::progress`], with `f` run on the engine in the first round's hold of the engine
+    /// lock, before the actions are taken (a kick, a look at what a waiter waits for): one
+    /// hold instead of two. Returns what `f` returned and whether there was anything to do.
+    pub(crate) fn progress_with<R>(&self, work: &mut Work, f: impl FnOnce(&mut Engine) -> R) -> (R, bool) {
+        let r = {
+            let mut e = lock(&self.engine);
+            let r = f(&mut e);
+            self.take_actions(&mut e, work);
+            r
+        };
         let mut any = false;
-        while self.progress_once(work) {
+        // A round that reported nothing back (no write done, no notification to this rank,
+        // no message to itself) gave the engine nothing to answer: the next take would find
+        // no action of this executor's, and actions kicked meanwhile by other threads are
+        // carried out by them or by the engine thread (they ring its doorbell).
+        while self.carry_round(work) {
             any = true;
+            if !work.has_reports() {
+                break;
+            }
+            self.take_actions(&mut lock(&self.engine), work);
         }
-        any
+        (r, any)
     }
 
     /// Runs `f` with the callers' cached buffers, or fresh ones when another caller holds
@@ -52,10 +80,8 @@ impl Inner {
         }
     }
 
-    /// One round: report the previous round's completions and take the new actions (one hold
-    /// of the engine lock), carry them out, send the messages.
-    fn progress_once(&self, work: &mut Work) -> bool {
-        self.take_actions(work);
+    /// Carries out the actions taken, sends the messages; false when there were none.
+    fn carry_round(&self, work: &mut Work) -> bool {
         self.send_refusals(work);
         if work.batch.is_empty() {
             return false;
@@ -72,11 +98,9 @@ impl Inner {
     }
 
     /// Reports the completions of the previous round, applies the messages that arrived from
-    /// peers, then moves the engine's actions into `work.batch`, under one hold of the engine
-    /// lock.
-    fn take_actions(&self, work: &mut Work) {
-        let mut e = lock(&self.engine);
-        self.report(&mut e, work);
+    /// peers, then moves the engine's actions into `work.batch` (the engine lock held).
+    fn take_actions(&self, e: &mut Engine, work: &mut Work) {
+        self.report(e, work);
         let own = self.own();
         for src in 0..self.cfg.size {
             let ring = own.msg_ring(src);
@@ -86,7 +110,7 @@ impl Inner {
             ring.drain(|b| {
                 // Only a corrupted peer writes a message that does not decode: drop it.
                 if let Some(m) = Msg::decode(b) {
-                    self.apply_msg(&mut e, m, &mut work.refusals);
+                    self.apply_msg(e, m, &mut work.refusals);
                 }
             });
         }
@@ -233,12 +257,12 @@ impl Inner {
     /// sleeping one (it announces itself, then looks at the ring once more: the fence orders
     /// the push before the look at its count).
     fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> bool {
-        let _producer = lock(&self.producers[dst as usize]);
+        let mut producer = lock(&self.producers[dst as usize]);
         let seg = &self.segs[dst as usize];
         let ring = seg.ring(self.cfg.rank);
         let v = encode_notify(slot, tag);
         let start = Instant::now();
-        while !ring.push(v) {
+        while !ring.push(&mut producer, v) {
             if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
                 return false;
             }

@@ -8,6 +8,7 @@ use crate::boot;
 use crate::config::{Config, ConfigError};
 use crate::executor::Work;
 use crate::heap::Heap;
+use crate::ring::Producer;
 use crate::segment::{state, Segment, HEAP};
 use crate::wait::WaitPolicy;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -43,10 +44,13 @@ pub(crate) struct Inner {
     pub heap: Mutex<Heap>,
     /// Chaining-mode descriptor table of each channel: (heap offset, entries).
     pub tables: Mutex<[Option<(u64, usize)>; CHANNELS]>,
+    /// Bytes of the chain set on each channel (a kick decides without the engine lock who
+    /// carries the chain out).
+    pub chain_bytes: [AtomicU64; CHANNELS],
     /// One lock per destination node, held while pushing into its rings: several threads of
     /// this process (the engine thread, waiting callers) may carry out actions, and each ring
     /// has one producer.
-    pub producers: Vec<Mutex<()>>,
+    pub producers: Vec<Mutex<Producer>>,
     pub collectives: Mutex<Collectives>,
     /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
     /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
@@ -144,7 +148,8 @@ impl ShmFabric {
             segs,
             engine: Mutex::new(engine),
             tables: Mutex::new([None; CHANNELS]),
-            producers: (0..size).map(|_| Mutex::new(())).collect(),
+            chain_bytes: Default::default(),
+            producers: (0..size).map(|_| Mutex::new(Producer::default())).collect(),
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),
             caller_work: Mutex::new(Work::default()),
