@@ -56,45 +56,50 @@ impl Inner {
             self.take_actions(&mut e, work);
             r
         };
-        let mut any = false;
+        self.send_refusals(work);
+        if work.batch.is_empty() {
+            return (r, false);
+        }
+        self.executing.fetch_add(1, Ordering::Relaxed);
         // A round that reported nothing back (no write done, no notification to this rank,
         // no message to itself) gave the engine nothing to answer: the next take would find
         // no action of this executor's, and actions kicked meanwhile by other threads are
         // carried out by them or by the engine thread (they ring its doorbell).
-        while self.carry_round(work) {
-            any = true;
+        loop {
+            self.carry_round(work);
             if !work.has_reports() {
                 break;
             }
             self.take_actions(&mut lock(&self.engine), work);
+            self.send_refusals(work);
+            if work.batch.is_empty() {
+                break;
+            }
         }
-        (r, any)
+        self.executing.fetch_sub(1, Ordering::Relaxed);
+        (r, true)
     }
 
-    /// Runs `f` with the callers' cached buffers, or fresh ones when another caller holds
-    /// them.
+    /// Runs `f` with this thread's cached buffers (empty between calls: every call reports
+    /// and sends all it took), or fresh ones when they are in use (a nested call).
     pub(crate) fn with_caller_work<R>(&self, f: impl FnOnce(&mut Work) -> R) -> R {
-        match self.caller_work.try_lock() {
+        thread_local! {
+            static WORK: std::cell::RefCell<Work> = std::cell::RefCell::new(Work::default());
+        }
+        WORK.with(|w| match w.try_borrow_mut() {
             Ok(mut w) => f(&mut w),
             Err(_) => f(&mut Work::default()),
-        }
+        })
     }
 
-    /// Carries out the actions taken, sends the messages; false when there were none.
-    fn carry_round(&self, work: &mut Work) -> bool {
-        self.send_refusals(work);
-        if work.batch.is_empty() {
-            return false;
-        }
-        self.executing.fetch_add(1, Ordering::Relaxed);
+    /// Carries out the actions taken (`work.batch`, not empty) and sends the messages.
+    fn carry_round(&self, work: &mut Work) {
         let wake_app = self.carry_out(work);
         self.send_messages(work);
-        self.executing.fetch_sub(1, Ordering::Relaxed);
         if wake_app {
             let h = self.own().header();
             Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
-        true
     }
 
     /// Reports the completions of the previous round, applies the messages that arrived from

@@ -6,7 +6,6 @@
 
 use crate::boot;
 use crate::config::{Config, ConfigError};
-use crate::executor::Work;
 use crate::heap::Heap;
 use crate::ring::Producer;
 use crate::segment::{state, Segment, HEAP};
@@ -55,9 +54,6 @@ pub(crate) struct Inner {
     /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
     /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
     pub executing: AtomicU32,
-    /// Buffers for callers that carry actions out (kicks and waits), kept so that the fast
-    /// path allocates nothing; a caller that finds them taken uses its own.
-    pub caller_work: Mutex<Work>,
     /// Counts the drains of the notification rings that took entries (under the engine lock):
     /// a waiter whose notification another thread moved into the engine sees it change.
     pub drained: AtomicU64,
@@ -152,7 +148,6 @@ impl ShmFabric {
             producers: (0..size).map(|_| Mutex::new(Producer::default())).collect(),
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),
-            caller_work: Mutex::new(Work::default()),
             drained: AtomicU64::new(0),
             no_free_cpu: u32::from(size) >= policy.cpus,
             shutdown: AtomicBool::new(false),
