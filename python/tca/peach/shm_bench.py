@@ -94,6 +94,9 @@ def run_series(cmd: list[str], timeout_s: float = 180) -> dict[int, float]:
     """Runs one series; after `timeout_s` its whole process group (launcher and ranks) is
     killed and RuntimeError says so."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # No idle BLAS threads in the launcher's Python (they spin for a while after start-up, on
+    # the CPUs the ranks are pinned to).
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "python"), env.get("PYTHONPATH")]))
     p = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
