@@ -64,17 +64,21 @@ clean:
 
 .PHONY: mpi capi examples test-c bench-shm
 
-# Open MPI and MPICH from Debian, side by side (mpicc.openmpi / mpicc.mpich, mpirun.openmpi /
-# mpirun.mpich). Installs only as root; otherwise the MPI variants are skipped with a message.
+# Open MPI (with its OpenSHMEM, oshcc / oshrun) and MPICH from Debian, side by side
+# (mpicc.openmpi / mpicc.mpich, mpirun.openmpi / mpirun.mpich), and UCX (libucx-dev,
+# ucx-utils). Installs only as root; otherwise the MPI, OpenSHMEM and UCX variants are skipped
+# with a message.
+MPI_PACKAGES := libopenmpi-dev openmpi-bin mpich libmpich-dev libucx-dev ucx-utils
 mpi:
-	@if command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null; then :; \
+	@if command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null && \
+	  command -v ucx_info >/dev/null && pkg-config --exists ucx 2>/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "make mpi: installing Open MPI and MPICH"; \
+	  echo "make mpi: installing Open MPI, MPICH and UCX"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    libopenmpi-dev openmpi-bin mpich libmpich-dev >/dev/null) || \
-	  echo "make mpi: installation failed (no package mirror?): MPI variants skipped"; \
-	else echo "make mpi: not root (or no apt-get): MPI variants skipped; install" \
-	  "libopenmpi-dev openmpi-bin mpich libmpich-dev to build them"; fi
+	    $(MPI_PACKAGES) >/dev/null) || \
+	  echo "make mpi: installation failed (no package mirror?): MPI, OpenSHMEM and UCX variants skipped"; \
+	else echo "make mpi: not root (or no apt-get): MPI, OpenSHMEM and UCX variants skipped; install" \
+	  "$(MPI_PACKAGES) to build them"; fi
 
 # libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig).
 capi:
@@ -89,6 +93,7 @@ examples: capi mpi
 test-c: examples native
 	TCA=$(TCA) tests/shm/run-c.sh
 
-# Ping-pong on this machine: shm PIO / DMA against MPI-3 RMA (Open MPI, MPICH) and memcpy.
+# Ping-pong on this machine: shm PIO / DMA against MPI-3 RMA (Open MPI, MPICH), OpenSHMEM, UCX
+# and the floors (plain stores, memcpy).
 bench-shm: examples native
 	$(PY) -m tca.peach.shm_bench

@@ -1,19 +1,25 @@
-"""Ping-pong on this machine: the shm fabric against MPI-3 RMA and two floors, in one run.
+"""Ping-pong on this machine: the shm fabric against MPI-3 RMA, OpenSHMEM, UCX and two floors,
+in one run.
 
     python -m tca.peach.shm_bench [--max 4M] [--scale 1.0] [--rounds 5] [--json]
-    (or: make bench-shm)
+    (or: make bench-shm, tca bench pingpong --fabric shm)
 
 Runs, in rounds, the C programs of ``examples/c`` (built by ``make examples`` into
 ``target/c``): ``pingpong`` in modes pio, dma (register mode) and dma-chain (chaining mode)
 under ``tca run -n 2 --bind-to core``; ``mpi_rma_pingpong`` under ``mpirun.openmpi`` and
 ``mpirun.mpich`` (MPI_Win_allocate, passive target, MPI_Put + MPI_Win_flush + a flag,
-osu_put_latency iteration counts); and two floors without any library: ``store_pingpong``
-(the same ping-pong as plain stores between two forked processes) and ``memcpy_floor`` (a
-single-threaded memcpy loop). For each series and size it keeps the best of the rounds (each
-round's value is a mean over the iterations), then prints one OSU-style table of one-way
-latency, the bandwidth each gives, and the ratios the project's goals are stated in: 8-byte
-PIO latency against MPI-3 RMA, 4 MB DMA bandwidth against single-threaded memcpy. All series
-run on this machine in this invocation, so the ratios compare like with like.
+osu_put_latency iteration counts); ``shmem_pingpong`` under ``oshrun`` (Open MPI's OpenSHMEM:
+shmem_putmem + shmem_quiet + a flag put + shmem_quiet, shmem_wait_until; ``--mca osc ^rdma``);
+``ucx_pingpong`` (UCP put over posix shared memory, two forked processes); and two floors
+without any library: ``store_pingpong`` (the same ping-pong as plain stores between two forked
+processes) and ``memcpy_floor`` (a single-threaded memcpy loop). Every series pins its two
+ranks to two CPUs. A series whose program is not built (``make mpi`` installs MPI, OpenSHMEM
+and UCX) is skipped with a message.
+
+The rounds are interleaved (round r runs every series once, starting at a different series
+each round), so that a slow spell of the machine touches all series alike. Each round's value
+is a mean over the iterations; the tables give the median and the minimum over the rounds per
+series and size, and the ratios the project's goals are stated in (computed on the medians).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -35,21 +42,39 @@ BIN = Path(os.environ.get("TCA_C_BIN", ROOT / "target" / "c"))
 
 
 def series_commands(max_bytes: int, scale: float) -> dict[str, list[str]]:
-    """The command of every series that can run here (MPI series only where installed)."""
+    """The command of every series that can run here (the others are left out; see
+    :func:`missing_series`)."""
+    return {name: cmd for name, cmd in _all_series(max_bytes, scale).items() if cmd is not None}
+
+
+def missing_series(max_bytes: int = 8, scale: float = 1.0) -> list[str]:
+    """Names of the series whose program or launcher is not installed here."""
+    return [name for name, cmd in _all_series(max_bytes, scale).items() if cmd is None]
+
+
+def _all_series(max_bytes: int, scale: float) -> dict[str, list[str] | None]:
     # Every launcher pins rank r to CPU r (Open MPI's default for 2 ranks; MPICH and tca run
-    # are asked to), so that the series differ only in how the bytes move.
+    # are asked to; the forked programs pin themselves), so that the series differ only in how
+    # the bytes move.
     launch = [sys.executable, "-m", "tca", "run", "-n", "2", "--bind-to", "core"]
     args = [str(max_bytes), str(scale)]
-    cmds = {
+    cmds: dict[str, list[str] | None] = {
         "shm PIO": [*launch, str(BIN / "pingpong"), "pio", *args],
         "shm DMA register": [*launch, str(BIN / "pingpong"), "dma", *args],
         "shm DMA chaining": [*launch, str(BIN / "pingpong"), "dma-chain", *args],
     }
     for mpi, name in (("openmpi", "Open MPI"), ("mpich", "MPICH")):
         exe = BIN / f"mpi_rma_pingpong.{mpi}"
-        if shutil.which(f"mpirun.{mpi}") and exe.exists():
-            extra = ["--bind-to", "core"] if mpi == "openmpi" else ["-bind-to", "core"]
-            cmds[f"MPI-3 RMA {name}"] = [f"mpirun.{mpi}", *extra, "-n", "2", str(exe), *args]
+        extra = ["--bind-to", "core"] if mpi == "openmpi" else ["-bind-to", "core"]
+        ok = shutil.which(f"mpirun.{mpi}") and exe.exists()
+        cmds[f"MPI-3 RMA {name}"] = [f"mpirun.{mpi}", *extra, "-n", "2", str(exe), *args] if ok else None
+    exe = BIN / "shmem_pingpong"
+    ok = shutil.which("oshrun") and exe.exists()
+    # Open MPI's rdma one-sided component does not let OSHMEM jobs end cleanly here.
+    shmem = ["oshrun", "--bind-to", "core", "--mca", "osc", "^rdma", "-n", "2", str(exe), *args]
+    cmds["OpenSHMEM"] = shmem if ok else None
+    exe = BIN / "ucx_pingpong"
+    cmds["UCX UCP put"] = [str(exe), *args] if exe.exists() else None
     cmds["plain stores"] = [str(BIN / "store_pingpong"), *args]
     cmds["memcpy"] = [str(BIN / "memcpy_floor"), *args]
     return cmds
@@ -69,6 +94,9 @@ def run_series(cmd: list[str], timeout_s: float = 180) -> dict[int, float]:
     """Runs one series; after `timeout_s` its whole process group (launcher and ranks) is
     killed and RuntimeError says so."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # No idle BLAS threads in the launcher's Python (they spin for a while after start-up, on
+    # the CPUs the ranks are pinned to).
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "python"), env.get("PYTHONPATH")]))
     p = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
@@ -84,79 +112,115 @@ def run_series(cmd: list[str], timeout_s: float = 180) -> dict[int, float]:
     return parse_table(out)
 
 
-def measure(max_bytes: int, scale: float, rounds: int) -> dict[str, dict[int, float]]:
-    """Best (lowest) mean latency per series and size over `rounds` alternating rounds."""
+Samples = dict[str, dict[int, list[float]]]
+
+
+def measure(max_bytes: int, scale: float, rounds: int) -> Samples:
+    """Every round's mean latency per series and size, over `rounds` interleaved rounds."""
     cmds = series_commands(max_bytes, scale)
-    best: dict[str, dict[int, float]] = {name: {} for name in cmds}
+    names = list(cmds)
+    samples: Samples = {name: {} for name in names}
     for r in range(rounds):
-        for name, cmd in cmds.items():
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             print(f"# round {r + 1}/{rounds}: {name}", file=sys.stderr, flush=True)
             try:
-                table = run_series(cmd, timeout_s=180)
+                table = run_series(cmds[name], timeout_s=180)
             except RuntimeError as e:  # one series failing (or hanging) leaves the others
                 print(f"# {name}: {str(e).splitlines()[0]}", file=sys.stderr, flush=True)
                 continue
             for size, us in table.items():
-                if size not in best[name] or us < best[name][size]:
-                    best[name][size] = us
-    return best
+                samples[name].setdefault(size, []).append(us)
+    return samples
+
+
+def summary(samples: Samples, how=statistics.median) -> dict[str, dict[int, float]]:
+    """One value per series and size: `how` of the rounds' values."""
+    return {name: {size: how(v) for size, v in rows.items()} for name, rows in samples.items()}
 
 
 def gbps(size: int, us: float) -> float:
     return size / us / 1e3
 
 
-def ratios(best: dict[str, dict[int, float]], max_bytes: int) -> list[tuple[str, float, str]]:
-    """The goal ratios: (description, value, goal)."""
+SHM = ("shm PIO", "shm DMA register", "shm DMA chaining")
+PEERS = ("MPI-3 RMA Open MPI", "MPI-3 RMA MPICH", "OpenSHMEM", "UCX UCP put")
+FLOORS = ("plain stores", "memcpy")
+
+
+def ratios(med: dict[str, dict[int, float]], max_bytes: int) -> list[tuple[str, float, str]]:
+    """The goal ratios of the medians: (description, value, goal)."""
     out = []
-    pio8 = best["shm PIO"].get(8)
-    if pio8 and best.get("plain stores", {}).get(8):
-        out.append(("8 B latency, shm PIO / plain stores (floor)", pio8 / best["plain stores"][8], "-"))
-    for name in ("MPI-3 RMA Open MPI", "MPI-3 RMA MPICH"):
-        if pio8 and best.get(name, {}).get(8):
-            out.append((f"8 B latency, shm PIO / {name}", pio8 / best[name][8], "<= 0.5"))
+
+    def get(name: str, size: int) -> float | None:
+        return med.get(name, {}).get(size)
+
+    pio8 = get("shm PIO", 8)
+    if pio8 and get("plain stores", 8):
+        out.append(("8 B latency, shm PIO / plain stores (floor)", pio8 / get("plain stores", 8), "<= 1.3"))
+    for name in PEERS:
+        if pio8 and get(name, 8):
+            out.append(
+                (f"8 B latency, shm PIO / {name}", pio8 / get(name, 8), "< 1" if "UCX" in name else "<= 0.5")
+            )
+    for size in (8, 64, 4096):
+        if get("shm DMA register", size) and get("shm PIO", size):
+            r = get("shm DMA register", size) / get("shm PIO", size)
+            out.append((f"{size} B latency, shm DMA register / shm PIO", r, "<= 2"))
+    for size in (65536, 1 << 20, 4 << 20):
+        floors = [get(f, size) for f in FLOORS if get(f, size)]
+        if size <= max_bytes and floors and get("shm DMA register", size):
+            r = get("shm DMA register", size) / min(floors)
+            out.append((f"{size} B latency, shm DMA register / better floor", r, "<= 1.05"))
     big = max_bytes
-    mc = best["memcpy"].get(big)
-    for name in ("shm DMA register", "shm DMA chaining"):
-        if mc and best[name].get(big):
-            r = gbps(big, best[name][big]) / gbps(big, mc)
-            out.append((f"{big} B bandwidth, {name} / memcpy", r, ">= 0.8"))
-    for name in ("MPI-3 RMA Open MPI", "MPI-3 RMA MPICH"):
-        if best.get(name, {}).get(big) and best["shm DMA register"].get(big):
-            r = gbps(big, best["shm DMA register"][big]) / gbps(big, best[name][big])
-            out.append((f"{big} B bandwidth, shm DMA register / {name}", r, "-"))
+    if get("memcpy", big) and get("shm DMA register", big):
+        r = gbps(big, get("shm DMA register", big)) / gbps(big, get("memcpy", big))
+        out.append((f"{big} B bandwidth, shm DMA register / memcpy", r, ">= 0.95"))
+    sizes = sorted({s for rows in med.values() for s in rows})
+    for size in sizes:
+        ours = [get(n, size) for n in SHM if get(n, size)]
+        theirs = {n: get(n, size) for n in PEERS if get(n, size)}
+        if ours and theirs:
+            best = min(theirs, key=theirs.get)
+            out.append((f"{size} B latency, best shm / best peer ({best})", min(ours) / theirs[best], "< 1"))
     return out
 
 
-def print_table(best: dict[str, dict[int, float]], max_bytes: int) -> None:
-    names = list(best)
-    sizes = sorted({s for rows in best.values() for s in rows})
-    print("# One-way latency (us), ping-pong between 2 ranks on this host; best of the rounds' means")
-    print(f"# {'Size':>9}" + "".join(f"{n:>20}" for n in names))
+def _table(title: str, vals: dict[str, dict[int, float]], fmt, sizes: list[int]) -> None:
+    names = list(vals)
+    width = max(18, *(len(n) + 2 for n in names))
+    print(title)
+    print(f"# {'Size':>9}" + "".join(f"{n:>{width}}" for n in names))
     for s in sizes:
-        print(f"{s:>11}" + "".join(f"{best[n][s]:>20.3f}" if s in best[n] else f"{'-':>20}" for n in names))
+        cells = (f"{fmt(s, vals[n][s]):>{width}.3f}" if s in vals[n] else f"{'-':>{width}}" for n in names)
+        print(f"{s:>11}" + "".join(cells))
     print()
-    print("# Bandwidth (GB/s) = size / one-way latency")
-    print(f"# {'Size':>9}" + "".join(f"{n:>20}" for n in names))
-    for s in sizes:
-        if s >= 4096:
-            print(
-                f"{s:>11}"
-                + "".join(f"{gbps(s, best[n][s]):>20.3f}" if s in best[n] else f"{'-':>20}" for n in names)
-            )
-    print()
-    print("# Ratios (goals from the issue; benchmarks, not tests)")
-    for what, value, goal in ratios(best, max_bytes):
-        print(f"{what:<58} {value:8.3f}   goal {goal}")
 
 
-def json_rows(best: dict[str, dict[int, float]]) -> list[Row]:
-    """The measured latencies as benchmark rows (DESIGN.md, "Benchmark output")."""
-    return [
-        Row("pingpong", "this host (shm)", name, size, "B", us, "us", kind="measured")
-        for name, table in best.items()
-        for size, us in sorted(table.items())
-    ]
+def print_table(samples: Samples, max_bytes: int) -> None:
+    med, low = summary(samples), summary(samples, min)
+    sizes = sorted({s for rows in med.values() for s in rows})
+    rounds = max((len(v) for rows in samples.values() for v in rows.values()), default=0)
+    what = f"ping-pong between 2 ranks on this host, {rounds} interleaved rounds"
+    _table(f"# One-way latency (us), median of the rounds; {what}", med, lambda s, us: us, sizes)
+    _table("# One-way latency (us), minimum of the rounds", low, lambda s, us: us, sizes)
+    big = [s for s in sizes if s >= 4096]
+    _table("# Bandwidth (GB/s) = size / median one-way latency", med, gbps, big)
+    print("# Ratios of the medians (goals from the issue; benchmarks, not tests)")
+    for desc, value, goal in ratios(med, max_bytes):
+        print(f"{desc:<64} {value:8.3f}   goal {goal}")
+
+
+def json_rows(samples: Samples) -> list[Row]:
+    """The measured latencies as benchmark rows (DESIGN.md, "Benchmark output"): the median of
+    the rounds as series NAME, the minimum as series "NAME min"."""
+    rows = []
+    for how, suffix in ((statistics.median, ""), (min, " min")):
+        for name, table in summary(samples, how).items():
+            for size, us in sorted(table.items()):
+                rows.append(
+                    Row("pingpong", "this host (shm)", name + suffix, size, "B", us, "us", kind="measured")
+                )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,11 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     if not (BIN / "pingpong").exists():
         print(f"shm_bench: {BIN / 'pingpong'} missing: run `make examples` first", file=sys.stderr)
         return 2
-    best = measure(max_bytes, args.scale, args.rounds)
+    for name in missing_series():
+        print(f"# {name}: not installed here (make mpi, then make examples): skipped", file=sys.stderr)
+    samples = measure(max_bytes, args.scale, args.rounds)
     if args.json:
-        print(to_json(json_rows(best)))
+        print(to_json(json_rows(samples)))
     else:
-        print_table(best, max_bytes)
+        print_table(samples, max_bytes)
     return 0
 
 

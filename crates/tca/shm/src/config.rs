@@ -18,8 +18,11 @@ use tca_proto::{TcaError, MAX_NODES};
 pub const DEFAULT_HEAP_BYTES: u64 = 256 << 20;
 /// Default timeout of every wait (`TCA_TIMEOUT_MS`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default busy-poll time before a wait sleeps (`TCA_SPIN_US`).
-pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
+/// Default busy-poll time before a wait sleeps (`TCA_SPIN_US`) when every rank has a CPU:
+/// longer than a 4 MiB copy takes here, so that a ping-pong of large messages does not pay a
+/// futex wake-up (and the liveness checks of the sleep phase) per message; 50 us cost the
+/// 4 MiB DMA ping-pong 6% (docs/shm-fabric.md).
+pub const DEFAULT_SPIN: Duration = Duration::from_millis(1);
 
 /// How one rank joins a job on the shm fabric.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,13 +4,12 @@
 //! hardware descriptors are written into a table in this rank's segment, which the executor
 //! fetches entry by entry while it runs the chain.
 
-use crate::executor::Work;
 use crate::fabric::{lock, Inner};
 use crate::segment::Segment;
 use crate::wait::{WaitFor, Watch};
 use std::sync::atomic::Ordering;
 use tca_proto::descriptor::DESCRIPTOR_BYTES;
-use tca_proto::{Desc, DescEntry, DmaMode, Handle, TcaError, TcaResult, WaitStatus};
+use tca_proto::{Desc, DescEntry, DmaMode, Engine, Handle, TcaError, TcaResult, WaitStatus};
 
 /// Largest chain \[bytes\] the caller of `tcaStartDMADesc` carries out itself when the engine
 /// thread sleeps (waking the thread would cost more than the copies).
@@ -54,6 +53,8 @@ impl Inner {
             }
             return Err(e);
         }
+        let bytes = desc.entries().iter().map(DescEntry::bytes).sum::<u64>();
+        self.chain_bytes[channel as usize].store(bytes, Ordering::Relaxed);
         if let Some((old, _)) = std::mem::replace(&mut tables[channel as usize], table) {
             lock(&self.heap).free(old);
         }
@@ -79,28 +80,29 @@ impl Inner {
     /// [`tca_proto::Engine::handle_start`] rejects.
     pub(crate) fn start_dma(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
-        let bytes = {
-            let mut e = lock(&self.engine);
-            let bytes = match e.chain(channel)? {
-                Some(chain) => {
-                    let entries = chain.entries();
-                    for h in entries.iter().flat_map(|x| [&x.dst, &x.src]) {
-                        self.check_still_live(h)?;
-                    }
-                    entries.iter().map(DescEntry::bytes).sum::<u64>()
-                }
-                None => 0,
-            };
-            e.handle_start(channel)?;
-            bytes
-        };
-        let h = self.own().header();
-        if bytes <= INLINE_BYTES && h.engine_waiters.0.load(Ordering::SeqCst) != 0 {
-            self.progress(&mut Work::default());
-        } else {
-            Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        let bytes = self.chain_bytes.get(channel as usize).map_or(0, |b| b.load(Ordering::Relaxed));
+        // The caller carries the chain out itself when no other thread is carrying actions
+        // out: always for a short chain (a hand-off costs more than the copies), and for any
+        // chain when the engine thread has no CPU of its own. The kick and the taking of its
+        // first actions are one hold of the engine lock. Otherwise the engine thread does.
+        if (bytes <= INLINE_BYTES || self.no_free_cpu) && self.executing.load(Ordering::Relaxed) == 0 {
+            return self.with_caller_work(|w| self.progress_with(w, |e| self.kick(e, channel)).0);
         }
+        self.kick(&mut lock(&self.engine), channel)?;
+        let h = self.own().header();
+        Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
         Ok(())
+    }
+
+    /// The kick itself, after checking that every handle of the chain is still live: an owner
+    /// may have destroyed or freed one since `tcaDescSet`.
+    fn kick(&self, e: &mut Engine, channel: u8) -> TcaResult<()> {
+        if let Some(chain) = e.chain(channel)? {
+            for h in chain.entries().iter().flat_map(|x| [&x.dst, &x.src]) {
+                self.check_still_live(h)?;
+            }
+        }
+        e.handle_start(channel)
     }
 
     /// A handle that passed [`Inner::desc_set`]'s checks is still live in its owner's table.
@@ -118,12 +120,17 @@ impl Inner {
     /// read's refusal); [`TcaError::Timeout`].
     pub(crate) fn wait_dmac(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
-        let mut work = Work::default();
         // A chain may read from or write to any rank (proxy reads wait for the source).
         let what = WaitFor { watch: Watch::Everyone, cheap: false, engine_reports: true };
-        self.wait(what, |inner| {
-            inner.progress(&mut work);
-            Ok(lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
+        self.with_caller_work(|work| {
+            self.wait(what, |inner| {
+                // Asked before and, when there was something to carry out, after this round.
+                let (status, any) = inner.progress_with(work, |e| e.wait_dma_channel(channel));
+                if status? == WaitStatus::Ready {
+                    return Ok(true);
+                }
+                Ok(any && lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
+            })
         })
     }
 
@@ -140,12 +147,27 @@ impl Inner {
             return Err(TcaError::InvalidNode);
         }
         let watch = if h.node == self.cfg.rank { Watch::Nobody } else { Watch::Peer(h.node) };
-        let mut work = Work::default();
-        self.wait(WaitFor { watch, cheap: false, engine_reports: true }, |inner| {
-            inner.progress(&mut work);
-            let mut e = lock(&inner.engine);
-            inner.drain_notifications(&mut e);
-            Ok(e.wait_dma_recv(h, slot, tag)? == WaitStatus::Ready)
+        // While spinning, only two lines of this process are polled: the ring from h.node
+        // (the sender does not ring the doorbell of a spinning waiter) and the doorbell (for
+        // everything else: a notification to self, a failed channel). `drained` catches a
+        // notification another thread of this process moved into the engine.
+        let own = self.own();
+        let ring = own.ring(h.node);
+        let bell = &own.header().app_bell.0;
+        let mut seen = None;
+        self.with_caller_work(|work| {
+            self.wait(WaitFor { watch, cheap: true, engine_reports: true }, |inner| {
+                let now = (bell.load(Ordering::Acquire), inner.drained.load(Ordering::Acquire));
+                if ring.is_empty() && seen == Some(now) {
+                    return Ok(false);
+                }
+                seen = Some(now);
+                let (status, _) = inner.progress_with(work, |e| {
+                    inner.drain_notifications(e);
+                    e.wait_dma_recv(h, slot, tag)
+                });
+                Ok(status? == WaitStatus::Ready)
+            })
         })
     }
 }

@@ -32,40 +32,80 @@ pub(crate) struct Work {
     refusals: Vec<(u16, ProxyMsg)>,
 }
 
+impl Work {
+    /// Completions to report to the engine.
+    fn has_reports(&self) -> bool {
+        !(self.done.is_empty() && self.local.is_empty() && self.to_self.is_empty())
+    }
+}
+
 impl Inner {
     /// Carries out every action the engine has queued, round after round, until there is
     /// none; false when there was nothing to do.
     pub(crate) fn progress(&self, work: &mut Work) -> bool {
-        let mut any = false;
-        while self.progress_once(work) {
-            any = true;
-        }
-        any
+        self.progress_with(work, |_| ()).1
     }
 
-    /// One round: take the actions, carry them out, send the messages, report back.
-    fn progress_once(&self, work: &mut Work) -> bool {
-        self.take_actions(work);
+    /// [`Inner::progress`], with `f` run on the engine in the first round's hold of the engine
+    /// lock, before the actions are taken (a kick, a look at what a waiter waits for): one
+    /// hold instead of two. Returns what `f` returned and whether there was anything to do.
+    pub(crate) fn progress_with<R>(&self, work: &mut Work, f: impl FnOnce(&mut Engine) -> R) -> (R, bool) {
+        let r = {
+            let mut e = lock(&self.engine);
+            let r = f(&mut e);
+            self.take_actions(&mut e, work);
+            r
+        };
         self.send_refusals(work);
         if work.batch.is_empty() {
-            return false;
+            return (r, false);
         }
         self.executing.fetch_add(1, Ordering::Relaxed);
+        // A round that reported nothing back (no write done, no notification to this rank,
+        // no message to itself) gave the engine nothing to answer: the next take would find
+        // no action of this executor's, and actions kicked meanwhile by other threads are
+        // carried out by them or by the engine thread (they ring its doorbell).
+        loop {
+            self.carry_round(work);
+            if !work.has_reports() {
+                break;
+            }
+            self.take_actions(&mut lock(&self.engine), work);
+            self.send_refusals(work);
+            if work.batch.is_empty() {
+                break;
+            }
+        }
+        self.executing.fetch_sub(1, Ordering::Relaxed);
+        (r, true)
+    }
+
+    /// Runs `f` with this thread's cached buffers (empty between calls: every call reports
+    /// and sends all it took), or fresh ones when they are in use (a nested call).
+    pub(crate) fn with_caller_work<R>(&self, f: impl FnOnce(&mut Work) -> R) -> R {
+        thread_local! {
+            static WORK: std::cell::RefCell<Work> = std::cell::RefCell::new(Work::default());
+        }
+        WORK.with(|w| match w.try_borrow_mut() {
+            Ok(mut w) => f(&mut w),
+            Err(_) => f(&mut Work::default()),
+        })
+    }
+
+    /// Carries out the actions taken (`work.batch`, not empty) and sends the messages.
+    fn carry_round(&self, work: &mut Work) {
         let wake_app = self.carry_out(work);
         self.send_messages(work);
-        self.report(work);
-        self.executing.fetch_sub(1, Ordering::Relaxed);
         if wake_app {
             let h = self.own().header();
             Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
-        true
     }
 
-    /// Applies the messages that arrived from peers, then moves the engine's actions into
-    /// `work.batch`, under one hold of the engine lock.
-    fn take_actions(&self, work: &mut Work) {
-        let mut e = lock(&self.engine);
+    /// Reports the completions of the previous round, applies the messages that arrived from
+    /// peers, then moves the engine's actions into `work.batch` (the engine lock held).
+    fn take_actions(&self, e: &mut Engine, work: &mut Work) {
+        self.report(e, work);
         let own = self.own();
         for src in 0..self.cfg.size {
             let ring = own.msg_ring(src);
@@ -75,7 +115,7 @@ impl Inner {
             ring.drain(|b| {
                 // Only a corrupted peer writes a message that does not decode: drop it.
                 if let Some(m) = ProxyMsg::decode(b) {
-                    self.apply_msg(&mut e, m, &mut work.refusals);
+                    self.apply_msg(e, m, &mut work.refusals);
                 }
             });
         }
@@ -167,12 +207,8 @@ impl Inner {
         }
     }
 
-    /// Reports the round's completions to the engine.
-    fn report(&self, work: &mut Work) {
-        if work.done.is_empty() && work.local.is_empty() && work.to_self.is_empty() {
-            return;
-        }
-        let mut e = lock(&self.engine);
+    /// Reports a round's completions to the engine (the engine lock held).
+    fn report(&self, e: &mut Engine, work: &mut Work) {
         for t in work.done.drain(..) {
             let _ = e.handle_write_done(t);
         }
@@ -180,10 +216,8 @@ impl Inner {
             let _ = e.handle_notify_arrived(src, slot, tag);
         }
         for m in work.to_self.drain(..) {
-            self.apply_msg(&mut e, m, &mut work.refusals);
+            self.apply_msg(e, m, &mut work.refusals);
         }
-        drop(e);
-        self.send_refusals(work);
     }
 
     /// Applies one proxy-read message to this rank's engine. A request the engine cannot
@@ -207,31 +241,43 @@ impl Inner {
     /// Moves every notification from the rings of this rank's segment into its engine.
     pub(crate) fn drain_notifications(&self, e: &mut Engine) {
         let own = self.own();
+        let mut took = false;
         for src in 0..self.cfg.size {
             own.ring(src).drain(|v| {
                 let (slot, tag) = crate::ring::decode_notify(v);
+                took = true;
                 // A malformed entry can only come from a corrupted peer: drop it.
                 let _ = e.handle_notify_arrived(src, slot, tag);
             });
         }
+        if took {
+            // Only holders of the engine lock write it: no read-modify-write needed.
+            self.drained.store(self.drained.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        }
     }
 
     /// Pushes a notification into `dst`'s ring for this rank; waits while the ring is full.
-    /// `false` when `dst` died or stopped consuming for the whole timeout.
+    /// `false` when `dst` died or stopped consuming for the whole timeout. A waiter for a
+    /// notification polls the ring itself while it spins, so the doorbell is rung only for a
+    /// sleeping one (it announces itself, then looks at the ring once more: the fence orders
+    /// the push before the look at its count).
     fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> bool {
-        let _producer = lock(&self.producers[dst as usize]);
+        let mut producer = lock(&self.producers[dst as usize]);
         let seg = &self.segs[dst as usize];
         let ring = seg.ring(self.cfg.rank);
         let v = encode_notify(slot, tag);
         let start = Instant::now();
-        while !ring.push(v) {
+        while !ring.push(&mut producer, v) {
             if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
                 return false;
             }
             std::thread::sleep(Duration::from_micros(50));
         }
+        std::sync::atomic::fence(Ordering::SeqCst);
         let h = seg.header();
-        Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        if h.app_waiters.0.load(Ordering::Relaxed) != 0 {
+            Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        }
         true
     }
 
@@ -269,7 +315,7 @@ impl Inner {
             if self.shutdown.load(Ordering::Acquire) {
                 return;
             }
-            let backoff = idle.get_or_insert_with(|| Backoff::for_engine(&self.policy));
+            let backoff = idle.get_or_insert_with(|| Backoff::for_engine(&self.policy, !self.no_free_cpu));
             if backoff.snooze().is_none() {
                 continue;
             }

@@ -7,9 +7,10 @@
 use crate::boot;
 use crate::config::{Config, ConfigError};
 use crate::heap::Heap;
+use crate::ring::Producer;
 use crate::segment::{state, Segment, HEAP};
 use crate::wait::WaitPolicy;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -42,14 +43,24 @@ pub(crate) struct Inner {
     pub heap: Mutex<Heap>,
     /// Chaining-mode descriptor table of each channel: (heap offset, entries).
     pub tables: Mutex<[Option<(u64, usize)>; CHANNELS]>,
+    /// Bytes of the chain set on each channel (a kick decides without the engine lock who
+    /// carries the chain out).
+    pub chain_bytes: [AtomicU64; CHANNELS],
     /// One lock per destination node, held while pushing into its rings: several threads of
     /// this process (the engine thread, waiting callers) may carry out actions, and each ring
     /// has one producer.
-    pub producers: Vec<Mutex<()>>,
+    pub producers: Vec<Mutex<Producer>>,
     pub collectives: Mutex<Collectives>,
     /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
     /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
     pub executing: AtomicU32,
+    /// Counts the drains of the notification rings that took entries (under the engine lock):
+    /// a waiter whose notification another thread moved into the engine sees it change.
+    pub drained: AtomicU64,
+    /// The job's ranks have no CPU to spare (ranks >= CPUs): the engine thread could only run
+    /// on the CPU of the caller that kicked, so every chain is carried out by the caller
+    /// ([`crate::dma`]), and the engine thread does not spin when idle.
+    pub no_free_cpu: bool,
     pub shutdown: AtomicBool,
     pub finished: AtomicBool,
 }
@@ -133,9 +144,12 @@ impl ShmFabric {
             segs,
             engine: Mutex::new(engine),
             tables: Mutex::new([None; CHANNELS]),
-            producers: (0..size).map(|_| Mutex::new(())).collect(),
+            chain_bytes: Default::default(),
+            producers: (0..size).map(|_| Mutex::new(Producer::default())).collect(),
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),
+            drained: AtomicU64::new(0),
+            no_free_cpu: u32::from(size) >= policy.cpus,
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
         });

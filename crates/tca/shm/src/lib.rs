@@ -20,7 +20,7 @@
 //! kick and each PIO store ([`memory`]): a write through a destroyed or freed handle fails on
 //! the writer's side with [`tca_proto::TcaError::InvalidHandle`].
 //!
-//! Every wait ([`wait`]) spins for `TCA_SPIN_US` (default 50 us; none when the job's ranks
+//! Every wait ([`wait`]) spins for `TCA_SPIN_US` (default 1 ms; none when the job's ranks
 //! outnumber the CPUs they may run on), then sleeps on a futex in slices, checking that the
 //! peer it waits for is alive: a dead or finished peer fails the wait with
 //! [`tca_proto::TcaError::PeerDead`] within milliseconds, and every wait ends with

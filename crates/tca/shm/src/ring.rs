@@ -2,9 +2,14 @@
 //! each) and proxy-read messages ([`MSG_BYTES`] each), one ring per sending node.
 //!
 //! A ring has one producer (threads of the sending process, serialised by its producer lock)
-//! and one consumer at a time (the owning process, under its engine lock), so head and tail
-//! are plain atomics: the producer writes the entry, then publishes `head` with release
-//! ordering; the data a notification announces was written before that.
+//! and one consumer at a time (the owning process, under its engine lock).
+//!
+//! A notification entry carries its own lap number, so that a notification is one store into
+//! one cache line of the receiver (as a PIO flag is): the producer writes the entry with
+//! release ordering after the data it announces, and the consumer, which knows which lap it
+//! expects at its position, sees a new entry by reading that entry alone. The producer keeps
+//! its position in its own process ([`Producer`]) and reads the consumer's `tail` only when
+//! its last copy of it says the ring is full. Message rings publish a `head` instead.
 
 use crate::segment::Line;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -16,43 +21,72 @@ pub const MSG_SLOTS: usize = 64;
 /// Bytes of one message.
 pub const MSG_BYTES: usize = tca_proto::PROXY_MSG_BYTES;
 
+/// Bits of an entry below its lap number.
+const LAP_SHIFT: u32 = 48;
+
+/// The lap number entry `index` is written with: never 0 (the value of a ring never written),
+/// and different for consecutive laps of one slot (also where `index` wraps).
+fn lap(index: u32) -> u64 {
+    u64::from(index / RING_SLOTS as u32) % 0xffff + 1
+}
+
+/// The producer's side of one notification ring, kept in the producing process.
+#[derive(Debug, Default)]
+pub struct Producer {
+    /// Next entry to write.
+    head: u32,
+    /// The consumer's `tail` as last read.
+    tail: u32,
+}
+
 /// A ring of notifications.
 #[repr(C)]
 #[derive(Debug)]
 pub struct Ring {
-    /// Next entry the producer writes (counts up, wraps at `u32`).
-    pub head: Line<AtomicU32>,
-    /// Next entry the consumer reads.
+    /// Next entry the consumer reads (counts up, wraps at `u32`).
     pub tail: Line<AtomicU32>,
-    /// Entries: `slot << 32 | tag`.
+    /// Entries: `lap << 48 | slot << 32 | tag`.
     pub slots: [AtomicU64; RING_SLOTS],
 }
 
 impl Ring {
-    /// Appends an entry; `false` when the ring is full.
-    pub fn push(&self, value: u64) -> bool {
-        let head = self.head.0.load(Ordering::Relaxed);
-        let tail = self.tail.0.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) as usize >= RING_SLOTS {
-            return false;
+    /// Appends an entry (`value` below bit 48); `false` when the ring is full.
+    pub fn push(&self, p: &mut Producer, value: u64) -> bool {
+        debug_assert!(value >> LAP_SHIFT == 0);
+        if p.head.wrapping_sub(p.tail) as usize >= RING_SLOTS {
+            p.tail = self.tail.0.load(Ordering::Acquire);
+            if p.head.wrapping_sub(p.tail) as usize >= RING_SLOTS {
+                return false;
+            }
         }
-        self.slots[head as usize % RING_SLOTS].store(value, Ordering::Relaxed);
-        self.head.0.store(head.wrapping_add(1), Ordering::Release);
+        let entry = lap(p.head) << LAP_SHIFT | value;
+        self.slots[p.head as usize % RING_SLOTS].store(entry, Ordering::Release);
+        p.head = p.head.wrapping_add(1);
         true
+    }
+
+    /// Whether no entry waits (one load of the entry the producer writes next).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        let tail = self.tail.0.load(Ordering::Relaxed);
+        self.slots[tail as usize % RING_SLOTS].load(Ordering::Acquire) >> LAP_SHIFT != lap(tail)
     }
 
     /// Takes every entry, oldest first.
     pub fn drain(&self, mut f: impl FnMut(u64)) {
-        let head = self.head.0.load(Ordering::Acquire);
-        let mut tail = self.tail.0.load(Ordering::Relaxed);
-        if head == tail {
-            return;
-        }
-        while tail != head {
-            f(self.slots[tail as usize % RING_SLOTS].load(Ordering::Relaxed));
+        let start = self.tail.0.load(Ordering::Relaxed);
+        let mut tail = start;
+        loop {
+            let v = self.slots[tail as usize % RING_SLOTS].load(Ordering::Acquire);
+            if v >> LAP_SHIFT != lap(tail) {
+                break;
+            }
+            f(v & ((1 << LAP_SHIFT) - 1));
             tail = tail.wrapping_add(1);
         }
-        self.tail.0.store(tail, Ordering::Release);
+        if tail != start {
+            self.tail.0.store(tail, Ordering::Release);
+        }
     }
 }
 
@@ -137,13 +171,30 @@ mod tests {
     fn rings_keep_order_and_refuse_when_full() {
         // SAFETY: all-zero bytes are a valid empty ring (atomics only).
         let ring: Box<Ring> = unsafe { Box::new(std::mem::zeroed()) };
+        let mut p = Producer::default();
+        assert!(ring.is_empty());
         for i in 0..RING_SLOTS as u64 {
-            assert!(ring.push(i));
+            assert!(ring.push(&mut p, i));
         }
-        assert!(!ring.push(99));
+        assert!(!ring.is_empty());
+        assert!(!ring.push(&mut p, 99));
         let mut got = Vec::new();
         ring.drain(|v| got.push(v));
         assert_eq!(got, (0..RING_SLOTS as u64).collect::<Vec<_>>());
+        assert!(ring.is_empty());
+        // Laps after laps, across the wrap of the position counters: nothing lost, nothing
+        // seen twice.
+        ring.tail.0.store(u32::MAX - 3000, Ordering::Relaxed);
+        let mut p = Producer { head: u32::MAX - 3000, tail: u32::MAX - 3000 };
+        let mut got = Vec::new();
+        for i in 0..6000u64 {
+            assert!(ring.push(&mut p, encode_notify(i as u16, i as u32)));
+            if i % 7 == 0 {
+                ring.drain(|v| got.push(v));
+            }
+        }
+        ring.drain(|v| got.push(v));
+        assert_eq!(got, (0..6000u64).map(|i| encode_notify(i as u16, i as u32)).collect::<Vec<_>>());
         // SAFETY: as above.
         let msgs: Box<MsgRing> = unsafe { Box::new(std::mem::zeroed()) };
         assert!(msgs.is_empty());

@@ -96,9 +96,10 @@ pub(crate) enum Watch {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WaitFor {
     pub watch: Watch,
-    /// `ready` only reads memory: call it on every spin, and once more after announcing a
-    /// sleep (a store that did not see the announcement rang no bell). Otherwise `ready` is
-    /// called only when the doorbell moved.
+    /// `ready` is cheap (it polls memory first): call it on every spin, and once more after
+    /// announcing a sleep (a store that did not see the announcement rang no bell). Otherwise
+    /// `ready` is called only when the doorbell moved. Either way the first `true` ends the
+    /// wait (`ready` may consume what it waited for).
     pub cheap: bool,
     /// `ready` asks the engine, which turns a dead peer into the right error itself (so the
     /// death of a rank the wait does not depend on does not end it).
@@ -169,8 +170,13 @@ impl Inner {
             return Err(TcaError::Timeout);
         }
         h.app_waiters.0.fetch_add(1, Ordering::SeqCst);
-        let arrived = what.cheap && ready(self).unwrap_or(true);
-        if !arrived && h.app_bell.0.load(Ordering::SeqCst) == *bell {
+        // A cheap `ready` may consume what it waited for (a notification): its answer stands.
+        let early = if what.cheap { ready(self) } else { Ok(false) };
+        if early != Ok(false) {
+            h.app_waiters.0.fetch_sub(1, Ordering::SeqCst);
+            return early;
+        }
+        if h.app_bell.0.load(Ordering::SeqCst) == *bell {
             sys::futex_wait(&h.app_bell.0, *bell, sleep);
         }
         h.app_waiters.0.fetch_sub(1, Ordering::SeqCst);
@@ -240,9 +246,11 @@ impl Backoff {
     }
 
     /// The policy of the idle DMA engine thread: no yield phase, so that it sleeps soon and
-    /// callers carry short chains out themselves instead of waiting for it to be scheduled.
-    pub(crate) fn for_engine(policy: &WaitPolicy) -> Self {
-        Self { yield_for: Duration::ZERO, ..Self::new(policy) }
+    /// callers carry short chains out themselves instead of waiting for it to be scheduled;
+    /// no spin either unless `spin` (a spinning thread would take the CPU of the caller).
+    pub(crate) fn for_engine(policy: &WaitPolicy, spin: bool) -> Self {
+        let spin = if spin { policy.spin } else { Duration::ZERO };
+        Self { yield_for: Duration::ZERO, spin, ..Self::new(policy) }
     }
 
     /// Time since the first read of the clock.
@@ -315,7 +323,7 @@ mod tests {
         assert!(yields > 0 && t.elapsed() >= OVERSUBSCRIBED_YIELD, "{yields} yields in {:?}", t.elapsed());
         assert_eq!(b.snooze(), Some(SLEEP_SLICE));
         // The engine thread sleeps at once.
-        let mut e = Backoff::for_engine(&p);
+        let mut e = Backoff::for_engine(&p, true);
         assert_eq!(e.snooze(), Some(SLEEP_SLICE));
         // Not oversubscribed: no yield phase.
         assert_eq!(WaitPolicy::new(&cfg(2, None, Duration::from_secs(10)), 2).yield_for, Duration::ZERO);
