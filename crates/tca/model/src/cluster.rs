@@ -269,8 +269,8 @@ impl Cluster {
             .unwrap_or(done)
     }
 
-    /// When each descriptor of `channel` on `node` was decoded, in order, since the model was
-    /// built.
+    /// When each descriptor of `channel` on `node` was decoded, in order, since the channel's last
+    /// kick.
     pub fn decoded(&self, node: u32, channel: u8) -> &[SimTime] {
         &self.model.nodes[node as usize].channels[channel as usize].decoded
     }

@@ -126,7 +126,8 @@ pub(crate) struct Channel {
     pub(crate) data_visible: Vec<u64>,
     /// Status words that arrived before the data they follow: (TLP, node, data count needed).
     pub(crate) held: Vec<(u64, u32, u64)>,
-    /// When each item that was a descriptor was decoded, for experiments: (sequence, time).
+    /// When each descriptor since the channel's last kick was decoded, for experiments (cleared
+    /// at every kick, so a long run holds one run's worth).
     pub(crate) decoded: Vec<SimTime>,
     /// Start of the current run, for the trace.
     pub(crate) run_start: Option<SimTime>,
@@ -297,7 +298,9 @@ impl ClusterModel {
 
     /// The kick of item `seq` has opened the channel.
     pub(crate) fn kicked(&mut self, ctx: &mut Context<'_, Ev>, node: u32, channel: u8, seq: u64) {
-        self.channel(node, channel).item(seq).stage = Stage::Finished;
+        let ch = self.channel(node, channel);
+        ch.item(seq).stage = Stage::Finished;
+        ch.decoded.clear();
         self.pump(ctx, node, channel);
     }
 
