@@ -23,6 +23,7 @@
 //! live handle from a destroyed one with one lookup (the shm fabric checks every write so).
 
 use crate::error::{TcaError, TcaResult};
+use crate::wire::{get_bytes, get_u16, get_u32, get_u64, get_u8, put_bytes, put_u16, put_u32, put_u64, put_u8};
 use std::collections::BTreeSet;
 
 /// Size of a handle's wire form \[bytes\] (`sizeof(tcaHandle)`).
@@ -44,6 +45,7 @@ const MAX_GENERATION: u32 = u32::MAX >> SLOT_BITS;
 /// The magic bytes at offset 0 of a handle's wire form.
 pub const HANDLE_MAGIC: [u8; 4] = *b"TCAh";
 
+const L: usize = HANDLE_BYTES;
 const OFF_MAGIC: usize = 0;
 const OFF_NODE: usize = 4;
 const OFF_MEM: usize = 6;
@@ -129,12 +131,12 @@ impl Handle {
     /// The 32-byte wire form (layout in the module doc).
     pub fn to_bytes(&self) -> [u8; HANDLE_BYTES] {
         let mut b = [0u8; HANDLE_BYTES];
-        b[OFF_MAGIC..OFF_MAGIC + 4].copy_from_slice(&HANDLE_MAGIC);
-        b[OFF_NODE..OFF_NODE + 2].copy_from_slice(&self.node.to_le_bytes());
-        b[OFF_MEM] = self.mem.to_byte();
-        b[OFF_ADDR..OFF_ADDR + 8].copy_from_slice(&self.addr.to_le_bytes());
-        b[OFF_SIZE..OFF_SIZE + 8].copy_from_slice(&self.size.to_le_bytes());
-        b[OFF_ID..OFF_ID + 4].copy_from_slice(&self.id.to_le_bytes());
+        put_bytes::<OFF_MAGIC, 4, L>(&mut b, &HANDLE_MAGIC);
+        put_u16::<OFF_NODE, L>(&mut b, self.node);
+        put_u8::<OFF_MEM, L>(&mut b, self.mem.to_byte());
+        put_u64::<OFF_ADDR, L>(&mut b, self.addr);
+        put_u64::<OFF_SIZE, L>(&mut b, self.size);
+        put_u32::<OFF_ID, L>(&mut b, self.id);
         b
     }
 
@@ -146,7 +148,7 @@ impl Handle {
     #[inline]
     pub fn from_bytes(bytes: &[u8]) -> TcaResult<Self> {
         let b: &[u8; HANDLE_BYTES] = bytes.try_into().map_err(|_| TcaError::InvalidHandle)?;
-        if b[OFF_MAGIC..OFF_MAGIC + 4] != HANDLE_MAGIC {
+        if get_bytes::<OFF_MAGIC, 4, L>(b) != HANDLE_MAGIC {
             return Err(TcaError::InvalidHandle);
         }
         Handle::from_fields(b)
@@ -156,22 +158,16 @@ impl Handle {
     /// window embeds a handle under another magic, [`crate::fabric::PioRegion::from_bytes`]).
     #[inline]
     pub(crate) fn from_fields(b: &[u8; HANDLE_BYTES]) -> TcaResult<Self> {
-        let mut u16_at = [0u8; 2];
-        let mut u32_at = [0u8; 4];
-        let mut u64_at = [0u8; 8];
-        if b[OFF_RESERVED8] != 0 || b[OFF_RESERVED32..OFF_RESERVED32 + 4] != [0; 4] {
+        if get_u8::<OFF_RESERVED8, L>(b) != 0 || get_u32::<OFF_RESERVED32, L>(b) != 0 {
             return Err(TcaError::InvalidHandle);
         }
-        u16_at.copy_from_slice(&b[OFF_NODE..OFF_NODE + 2]);
-        let node = u16::from_le_bytes(u16_at);
-        let mem = MemoryType::from_byte(b[OFF_MEM])?;
-        u64_at.copy_from_slice(&b[OFF_ADDR..OFF_ADDR + 8]);
-        let addr = u64::from_le_bytes(u64_at);
-        u64_at.copy_from_slice(&b[OFF_SIZE..OFF_SIZE + 8]);
-        let size = u64::from_le_bytes(u64_at);
-        u32_at.copy_from_slice(&b[OFF_ID..OFF_ID + 4]);
-        let id = u32::from_le_bytes(u32_at);
-        let h = Handle { node, addr, size, mem, id };
+        let h = Handle {
+            node: get_u16::<OFF_NODE, L>(b),
+            addr: get_u64::<OFF_ADDR, L>(b),
+            size: get_u64::<OFF_SIZE, L>(b),
+            mem: MemoryType::from_byte(get_u8::<OFF_MEM, L>(b))?,
+            id: get_u32::<OFF_ID, L>(b),
+        };
         h.validate()?;
         Ok(h)
     }
