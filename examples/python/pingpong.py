@@ -59,9 +59,9 @@ def main():
     def program(ctx):
         one_way_us = pingpong(ctx, size)
         if ctx.rank == 0 and as_json:
-            rows = latency_and_bandwidth(
-                "pingpong", tca.peach.program.platform_label(), "GPU-GPU DMA", size, one_way_us
-            )
+            kind = "measured" if tca.peach.program.fabric() == "shm" else "predicted"
+            label = tca.peach.program.platform_label()
+            rows = latency_and_bandwidth("pingpong", label, "GPU-GPU DMA", size, one_way_us, kind)
             print(to_json(rows), flush=True)
         elif ctx.rank == 0:
             print(f"GPU-GPU DMA ping-pong, {size} B: {one_way_us:.2f} us one way", flush=True)

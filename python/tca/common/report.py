@@ -34,13 +34,13 @@ class Row:
 
 
 def latency_and_bandwidth(
-    benchmark: str, platform: str, series: str, size: int, latency_us: float
+    benchmark: str, platform: str, series: str, size: int, latency_us: float, kind: str = "predicted"
 ) -> list[Row]:
     """A message size's two rows, as the seeds plot them: latency [us] and size / latency
-    [GB/s] (series name + " BW")."""
+    [GB/s] (series name + " BW"); ``kind`` is "measured" for a run on real hardware."""
     return [
-        Row(benchmark, platform, series, size, "B", latency_us, "us"),
-        Row(benchmark, platform, f"{series} BW", size, "B", size / latency_us / 1e3, "GB/s"),
+        Row(benchmark, platform, series, size, "B", latency_us, "us", kind=kind),
+        Row(benchmark, platform, f"{series} BW", size, "B", size / latency_us / 1e3, "GB/s", kind=kind),
     ]
 
 
