@@ -9,6 +9,7 @@
 //! - [`outq`]: a finite output queue that drops when full;
 //! - [`switch`]: a store-and-forward switch with a per-stage latency and a forwarding table;
 //! - [`nic`]: per-packet host costs of a NIC port and the I/O bus several ports share;
+//! - [`faults`]: a hook that loses, duplicates or delays frames on links, and a seeded one;
 //! - [`network`]: a builder joining NIC ports, links and switches, run on the `base` kernel.
 //!
 //! Everything is integer picoseconds and deterministic: the same injections give the same
@@ -16,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod faults;
 pub mod fifo;
 pub mod framing;
 pub mod link;
@@ -24,6 +26,7 @@ pub mod nic;
 pub mod outq;
 pub mod switch;
 
+pub use faults::{Crossing, Fault, FaultHook, RandomFaults};
 pub use fifo::Fifo;
 pub use framing::{Framing, MAX_JUMBO_PAYLOAD};
 pub use link::{Channel, LinkSpec};

@@ -6,6 +6,7 @@
 //! queue, link)* -> bus DMA -> receiver's host cost -> delivered.
 //! Every step at a shared resource is an event, so each FIFO sees its items in time order.
 
+use crate::faults::{Crossing, Fault, FaultHook};
 use crate::link::{Channel, LinkSpec};
 use crate::nic::{Bus, BusId, IoBusSpec, Nic, NicSpec};
 use crate::switch::{Switch, SwitchSpec};
@@ -62,6 +63,8 @@ pub enum DropCause {
     TooLarge,
     /// It reached a NIC port other than its destination.
     Misdelivered(NicId),
+    /// The fault hook lost it on this link.
+    Injected(u32),
 }
 
 /// A frame the network lost.
@@ -76,7 +79,7 @@ pub struct Drop {
 }
 
 /// Describes a network before it runs.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct NetworkBuilder {
     world: World,
 }
@@ -165,6 +168,11 @@ impl NetworkBuilder {
         Ok(())
     }
 
+    /// Passes every frame crossing a link through `hook` (see [`crate::faults`]).
+    pub fn faults(&mut self, hook: FaultHook) {
+        self.world.faults = Some(hook);
+    }
+
     /// The network, ready to take frames at time zero.
     pub fn build(self) -> Network {
         Network { sim: Simulation::new(), world: self.world }
@@ -184,8 +192,9 @@ enum Event {
 }
 
 /// The state the events act on.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct World {
+    faults: Option<FaultHook>,
     nics: Vec<Nic>,
     buses: Vec<Bus>,
     switches: Vec<Switch>,
@@ -213,7 +222,22 @@ impl World {
     fn send_on(&mut self, ctx: &mut Context<'_, Event>, frame: Frame, ch: u32) -> Option<SimTime> {
         match self.channels[ch as usize].transmit(ctx.now(), frame.payload) {
             Ok(tx) => {
-                ctx.schedule_at(tx.arrival, Event::Arrive(frame, ch));
+                let fault = match self.faults.as_mut() {
+                    None => Fault::Pass,
+                    Some(hook) => {
+                        let index = self.channels[ch as usize].frames() - 1;
+                        hook(&Crossing { link: ch / 2, direction: (ch % 2) as u8, index, frame })
+                    }
+                };
+                match fault {
+                    Fault::Pass => ctx.schedule_at(tx.arrival, Event::Arrive(frame, ch)),
+                    Fault::Drop => self.drop_frame(frame, ctx.now(), DropCause::Injected(ch / 2)),
+                    Fault::Duplicate => {
+                        ctx.schedule_at(tx.arrival, Event::Arrive(frame, ch));
+                        ctx.schedule_at(tx.arrival, Event::Arrive(frame, ch));
+                    }
+                    Fault::Delay(d) => ctx.schedule_at(tx.arrival + d, Event::Arrive(frame, ch)),
+                }
                 Some(tx.last_bit)
             }
             Err(_) => {
