@@ -30,7 +30,7 @@ pub use faults::{Crossing, Fault, FaultHook, RandomFaults};
 pub use fifo::Fifo;
 pub use framing::{Framing, MAX_JUMBO_PAYLOAD};
 pub use link::{Channel, LinkSpec};
-pub use network::{Delivery, Drop, DropCause, Endpoint, Frame, Network, NetworkBuilder, NicId, SwitchId};
+pub use network::{Delivery, DropCause, Endpoint, Frame, Lost, Network, NetworkBuilder, NicId, SwitchId};
 pub use nic::{BusId, IoBusSpec, NicSpec};
 pub use outq::{OutputQueue, QueueLimit};
 pub use switch::SwitchSpec;

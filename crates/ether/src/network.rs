@@ -1,7 +1,7 @@
 //! A network of NIC ports, links and switches, run on the `base` event kernel.
 //!
 //! Build it with [`NetworkBuilder`], inject [`Frame`]s at given times, run, and read the
-//! [`Delivery`]s (in delivery order) and the [`Drop`]s. A frame's path:
+//! [`Delivery`]s (in delivery order) and the [`Lost`] frames. A frame's path:
 //! inject -> sender's host cost -> bus DMA -> link -> (switch: last bit in, stage latency, output
 //! queue, link)* -> bus DMA -> receiver's host cost -> delivered.
 //! Every step at a shared resource is an event, so each FIFO sees its items in time order.
@@ -69,7 +69,7 @@ pub enum DropCause {
 
 /// A frame the network lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Drop {
+pub struct Lost {
     /// The frame.
     pub frame: Frame,
     /// When it was lost.
@@ -203,12 +203,12 @@ struct World {
     nic_tx: Vec<Option<u32>>,
     switch_tx: Vec<Vec<Option<u32>>>,
     deliveries: Vec<Delivery>,
-    drops: Vec<Drop>,
+    drops: Vec<Lost>,
 }
 
 impl World {
     fn drop_frame(&mut self, frame: Frame, at: SimTime, cause: DropCause) {
-        self.drops.push(Drop { frame, at, cause });
+        self.drops.push(Lost { frame, at, cause });
     }
 
     /// Bus DMA of `frame` for `nic`, if it has a bus; returns when it ends.
@@ -350,7 +350,7 @@ impl Network {
     }
 
     /// Frames lost so far, in the order they were lost.
-    pub fn drops(&self) -> &[Drop] {
+    pub fn drops(&self) -> &[Lost] {
         &self.world.drops
     }
 

@@ -2,12 +2,12 @@
 
 use base::SimTime;
 use ether::{
-    Delivery, Drop, Endpoint, Frame, IoBusSpec, LinkSpec, NetworkBuilder, NicId, NicSpec, QueueLimit, SwitchSpec,
+    Delivery, Endpoint, Frame, IoBusSpec, LinkSpec, Lost, NetworkBuilder, NicId, NicSpec, QueueLimit, SwitchSpec,
 };
 
 /// Six NICs (two per bus) on two switches joined by one 10 Gb/s trunk, with small queues and
 /// pseudo-random traffic from a fixed-seed linear congruential generator.
-fn run(seed: u64) -> (Vec<Delivery>, Vec<Drop>) {
+fn run(seed: u64) -> (Vec<Delivery>, Vec<Lost>) {
     let mut b = NetworkBuilder::new();
     let buses: Vec<_> = (0..3).map(|_| b.bus(IoBusSpec::PCI_X_133).unwrap()).collect();
     let host = NicSpec { send_cost: SimTime::from_ns(2_400), recv_cost: SimTime::from_ns(2_900) };
