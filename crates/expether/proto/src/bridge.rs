@@ -15,12 +15,15 @@
 //! The link: with `line_rate` set, the bridge paces itself at that rate, counting each frame's
 //! Ethernet overhead (FCS, preamble, inter-frame gap, padding), and offers the next frame as
 //! soon as the previous one has left, never later (no aggregation wait, §3.4.2). With
-//! `line_rate` 0 the caller's link takes every frame when asked.
+//! `line_rate` 0 the caller's link takes every frame when asked. With rate control
+//! ([`crate::rate`]) a destination is also ready only once its rate allows its next frame;
+//! TLPs queued meanwhile join that frame.
 
 use crate::error::ExpError;
 use crate::gbn::{AckOutcome, Receiver, Sender};
 use crate::header::{tlps, FrameView, Header, Kind, Mac, HEADER_LEN, MAX_VLAN, MIN_FRAME, TLP_PREFIX};
 use crate::outbox::Outbox;
+use crate::rate::{RateConfig, RateControl};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Bytes an Ethernet frame takes on the wire besides the frame itself: FCS 4, preamble and
@@ -53,6 +56,9 @@ pub struct Config {
     pub line_rate: u64,
     /// Deficit-round-robin quantum [bytes] (at least 1).
     pub quantum: u32,
+    /// Delay-based rate control per destination ([`crate::rate`]); `None` sends each
+    /// destination's frames as fast as the link and the window allow. Needs `line_rate`.
+    pub rate_control: Option<RateConfig>,
 }
 
 impl Config {
@@ -71,6 +77,7 @@ impl Config {
             queue_bytes: 16 * 1024,
             line_rate: 1_250_000_000,
             quantum: 1518,
+            rate_control: None,
         }
     }
 
@@ -87,6 +94,11 @@ impl Config {
         }
         if self.max_frame < HEADER_LEN + TLP_PREFIX + 1 || self.max_frame > u16::MAX as usize {
             return bad("max_frame must hold a header and a TLP and fit 16 bits");
+        }
+        if let Some(r) = self.rate_control {
+            if !r.is_valid() || self.line_rate == 0 {
+                return bad("rate control needs line_rate, min_rate and min_interval_ps >= 1, decrease 1..=1023");
+            }
         }
         Ok(())
     }
@@ -161,6 +173,9 @@ struct Peer {
     tx: Sender,
     rx: Receiver,
     failed: bool,
+    rate: RateControl,
+    /// When rate control lets this destination send its next new frame [ps].
+    next_at: u64,
 }
 
 /// The protocol state of one bridge.
@@ -216,18 +231,25 @@ impl Bridge {
         self.peers.get(&dst).map_or(0, |p| p.tx.in_flight())
     }
 
+    /// The rate control's sending rate to `dst` [bytes/s] (the line rate without rate control).
+    pub fn rate(&self, dst: Mac) -> u64 {
+        self.peers.get(&dst).map_or(self.cfg.line_rate, |p| p.rate.rate())
+    }
+
     /// Whether the path to `dst` has been declared failed.
     pub fn path_failed(&self, dst: Mac) -> bool {
         self.peers.get(&dst).is_some_and(|p| p.failed)
     }
 
     fn peer(&mut self, mac: Mac) -> &mut Peer {
-        let limit = self.cfg.queue_bytes;
+        let (limit, line_rate) = (self.cfg.queue_bytes, self.cfg.line_rate);
         self.peers.entry(mac).or_insert_with(|| Peer {
             out: Outbox::new(limit),
             tx: Sender::default(),
             rx: Receiver::default(),
             failed: false,
+            rate: RateControl::new(line_rate),
+            next_at: 0,
         })
     }
 
@@ -285,9 +307,18 @@ impl Bridge {
         }
         let p = self.peers.get_mut(&h.src).expect("created above");
         if !p.failed {
-            if let AckOutcome::Retransmit(losses) = p.tx.on_ack(h.ack, h.kind == Kind::Ack, now, rto, dup_acks) {
-                self.stats.dup_ack_rounds += 1;
-                self.lost(h.src, losses, now);
+            match p.tx.on_ack(h.ack, h.kind == Kind::Ack, now, rto, dup_acks) {
+                AckOutcome::Retransmit(losses) => {
+                    self.stats.dup_ack_rounds += 1;
+                    self.lost(h.src, losses, now);
+                }
+                AckOutcome::Progress { frames, bytes, rtt } => {
+                    if let Some(rc) = &self.cfg.rate_control {
+                        let wire = bytes + frames as u64 * WIRE_OVERHEAD as u64;
+                        p.rate.on_ack(rc, self.cfg.line_rate, now, wire, rtt);
+                    }
+                }
+                AckOutcome::Nothing => {}
             }
         }
         Ok(())
@@ -360,7 +391,7 @@ impl Bridge {
             self.stats.retransmitted += 1;
             return Some((to, f.len()));
         }
-        let to = self.pick()?;
+        let to = self.pick(now)?;
         let (max_tlps, max_frame, rto) = (self.cfg.max_tlps as usize, self.cfg.max_frame, self.cfg.rto_ps);
         let p = self.peers.get_mut(&to).expect("picked");
         let (count, end) = p.out.fill(buf, HEADER_LEN, max_frame, max_tlps);
@@ -375,6 +406,9 @@ impl Bridge {
         let mut stored = p.tx.take_buffer();
         stored.extend_from_slice(&buf[..end]);
         p.tx.sent(stored, now, rto);
+        if self.cfg.rate_control.is_some() {
+            p.next_at = now + p.rate.gap_ps(end.max(MIN_FRAME) + WIRE_OVERHEAD);
+        }
         self.cursor = Some(to);
         self.stats.data_frames += 1;
         self.stats.tlps_sent += count as u64;
@@ -382,9 +416,9 @@ impl Bridge {
     }
 
     /// Deficit round robin over the ready destinations (see the module docs).
-    fn pick(&mut self) -> Option<Mac> {
+    fn pick(&mut self, now: u64) -> Option<Mac> {
         let window = self.cfg.window as usize;
-        let ready = |p: &Peer| !p.failed && !p.out.is_empty() && p.tx.can_send_new(window);
+        let ready = |p: &Peer| !p.failed && !p.out.is_empty() && p.tx.can_send_new(window) && p.next_at <= now;
         // Round-robin order: the destinations after the cursor, then the rest.
         let order = |peers: &BTreeMap<Mac, Peer>, cursor: Option<Mac>| -> Vec<Mac> {
             let (mut later, mut earlier): (Vec<Mac>, Vec<Mac>) =
@@ -437,11 +471,21 @@ impl Bridge {
     pub fn poll_timeout(&self) -> Option<u64> {
         let window = self.cfg.window as usize;
         let rto = self.peers.values().filter(|p| !p.failed).filter_map(|p| p.tx.deadline()).min();
-        let waiting = self.peers.values().any(|p| {
-            p.rx.ack_pending
-                || (!p.failed && (p.tx.resend_pending() || (!p.out.is_empty() && p.tx.can_send_new(window))))
-        });
-        let link = (waiting && self.cfg.line_rate > 0).then_some(self.link_free_at);
+        let waiting = self.peers.values().any(|p| p.rx.ack_pending || (!p.failed && p.tx.resend_pending()));
+        // New frames wait for the link and for their destination's rate.
+        let paced = self
+            .peers
+            .values()
+            .filter(|p| !p.failed && !p.out.is_empty() && p.tx.can_send_new(window))
+            .map(|p| p.next_at)
+            .min();
+        let link = if self.cfg.line_rate == 0 {
+            None
+        } else if waiting {
+            Some(self.link_free_at)
+        } else {
+            paced.map(|t| t.max(self.link_free_at))
+        };
         [rto, link].into_iter().flatten().min()
     }
 }

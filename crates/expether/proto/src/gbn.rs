@@ -22,8 +22,15 @@ pub fn after(a: u32, b: u32) -> bool {
 /// What an ACK did at the sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AckOutcome {
-    /// It acknowledged this many frames.
-    Progress(u32),
+    /// It acknowledged frames.
+    Progress {
+        /// How many.
+        frames: u32,
+        /// Their bytes (without Ethernet overhead).
+        bytes: u64,
+        /// The round trip of the newest of them [ps], when it was sent only once.
+        rtt: Option<u64>,
+    },
     /// It repeated the last ACK often enough to start a retransmission round; the value is the
     /// number of such rounds in a row.
     Retransmit(u32),
@@ -37,6 +44,8 @@ pub struct Sender {
     base: u32,
     next: u32,
     inflight: VecDeque<Vec<u8>>,
+    /// When each frame in flight was first sent [ps]; `u64::MAX` once it was sent again.
+    times: VecDeque<u64>,
     resend: usize,
     deadline: Option<u64>,
     dups: u32,
@@ -84,6 +93,7 @@ impl Sender {
     /// Records the new frame `frame` (sequence number [`Sender::next_seq`]) as sent at `now`.
     pub fn sent(&mut self, frame: Vec<u8>, now: u64, rto: u64) {
         self.inflight.push_back(frame);
+        self.times.push_back(now);
         self.next = self.next.wrapping_add(1);
         self.resend = self.inflight.len();
         self.deadline.get_or_insert(now + rto);
@@ -92,6 +102,7 @@ impl Sender {
     /// The next frame of a retransmission round, to be sent again.
     pub fn next_resend(&mut self) -> Option<&mut Vec<u8>> {
         let f = self.inflight.get_mut(self.resend)?;
+        self.times[self.resend] = u64::MAX;
         self.resend += 1;
         Some(f)
     }
@@ -101,8 +112,11 @@ impl Sender {
     pub fn on_ack(&mut self, ack: u32, pure: bool, now: u64, rto: u64, dup_acks: u32) -> AckOutcome {
         if after(ack, self.base) && !after(ack, self.next) {
             let n = ack.wrapping_sub(self.base);
+            let (mut bytes, mut sent_at) = (0, u64::MAX);
             for _ in 0..n {
                 let mut f = self.inflight.pop_front().expect("acknowledged frames are in flight");
+                sent_at = self.times.pop_front().expect("one time per frame");
+                bytes += f.len() as u64;
                 f.clear();
                 self.spare.push(f);
             }
@@ -113,7 +127,8 @@ impl Sender {
             if self.recover.is_some_and(|r| !after(r, ack)) {
                 self.recover = None;
             }
-            return AckOutcome::Progress(n);
+            let rtt = (sent_at != u64::MAX).then(|| now.saturating_sub(sent_at));
+            return AckOutcome::Progress { frames: n, bytes, rtt };
         }
         if pure && ack == self.base && !self.inflight.is_empty() && self.recover.is_none() {
             self.dups += 1;
@@ -150,6 +165,7 @@ impl Sender {
     pub fn abandon(&mut self) -> usize {
         let n = self.inflight.len();
         self.inflight.clear();
+        self.times.clear();
         (self.resend, self.deadline, self.recover) = (0, None, None);
         n
     }
@@ -193,7 +209,7 @@ mod tests {
             s.sent(vec![i], 0, 100);
         }
         assert!(!s.can_send_new(8) || !s.resend_pending());
-        assert_eq!(s.on_ack(1, true, 10, 100, 1), AckOutcome::Progress(1));
+        assert_eq!(s.on_ack(1, true, 10, 100, 1), AckOutcome::Progress { frames: 1, bytes: 1, rtt: Some(10) });
         assert_eq!(s.on_ack(1, true, 11, 100, 1), AckOutcome::Retransmit(1));
         assert_eq!(s.next_resend().map(|f| f[0]), Some(1));
         assert_eq!(s.on_ack(1, true, 12, 100, 1), AckOutcome::Nothing, "one round per gap");
@@ -201,7 +217,7 @@ mod tests {
         assert_eq!((s.next_resend().map(|f| f[0]), s.next_resend().map(|f| f[0])), (Some(2), Some(3)));
         assert!(s.next_resend().is_none() && s.can_send_new(8));
         assert_eq!(s.on_timeout(111, 100), Some(2), "second round in a row");
-        assert_eq!(s.on_ack(4, false, 120, 100, 1), AckOutcome::Progress(3));
+        assert_eq!(s.on_ack(4, false, 120, 100, 1), AckOutcome::Progress { frames: 3, bytes: 3, rtt: None });
         assert_eq!((s.losses(), s.in_flight(), s.deadline()), (0, 0, None));
         assert_eq!(s.on_ack(9, true, 130, 100, 1), AckOutcome::Nothing, "beyond what was sent");
     }

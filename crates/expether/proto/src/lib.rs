@@ -22,9 +22,12 @@
 //! timeout, the DRR quantum and its refill ([`bridge`]), and what a failed path does (its TLPs
 //! are dropped and counted, new ones refused).
 //!
-//! Not here yet: the delay-based rate control of ref. [55] (the link is paced at one
-//! configured rate), multipath round robin with a reorder buffer (§3.3.1), recovery of a
-//! failed path, and management frames (§3.3.1 "system management").
+//! Delay-based rate control per destination, fed by the ACKs (§3.3.1, §3.4.3), is optional
+//! ([`Config::rate_control`]); its law is tca's design, since the seed defers it to its ref.
+//! [55] ([`rate`]).
+//!
+//! Not here yet: multipath round robin with a reorder buffer (§3.3.1), recovery of a failed
+//! path, and management frames (§3.3.1 "system management").
 //!
 //! # Call order
 //!
@@ -58,7 +61,7 @@
 //! ```
 //!
 //! Modules: [`header`] the wire form; [`outbox`] a destination's queue; [`gbn`] go-back-N;
-//! [`bridge`] the state machine; [`error`] refusals.
+//! [`rate`] rate control; [`bridge`] the state machine; [`error`] refusals.
 
 #![warn(missing_docs)]
 
@@ -67,7 +70,9 @@ pub mod error;
 pub mod gbn;
 pub mod header;
 pub mod outbox;
+pub mod rate;
 
 pub use bridge::{Bridge, Config, Delivered, Event, Stats, Transmit, WIRE_OVERHEAD};
 pub use error::ExpError;
 pub use header::{FrameView, Header, Kind, Mac, HEADER_LEN, MIN_FRAME};
+pub use rate::{RateConfig, RateControl};

@@ -69,6 +69,7 @@ proptest! {
         window in 1u32..32,
         counts in proptest::collection::vec(0u32..80, 6),
         lens in proptest::collection::vec(6usize..300, 6),
+        rate_control in any::<bool>(),
     ) {
         let link = LinkConfig {
             loss,
@@ -79,7 +80,8 @@ proptest! {
         };
         // Three bridges on one switch; no path failure, so every stream must complete.
         let mut h = net(3, seed, link, |c| {
-            (c.max_tlps, c.window, c.failure_losses, c.queue_bytes, c.rto_ps) = (max_tlps, window, 0, 2048, 20_000_000)
+            (c.max_tlps, c.window, c.failure_losses, c.queue_bytes, c.rto_ps) = (max_tlps, window, 0, 2048, 20_000_000);
+            c.rate_control = rate_control.then(expether_proto::RateConfig::default);
         });
         let pairs = [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)];
         for (k, &(s, d)) in pairs.iter().enumerate() {

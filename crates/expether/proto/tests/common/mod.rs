@@ -39,6 +39,8 @@ pub struct Node {
     pub errors: Vec<ExpError>,
     /// Times of every DATA frame sent, with its TLP count.
     pub sent: Vec<(SimTime, u8)>,
+    /// The endpoint every frame is handed to (a switch), instead of the addressed bridge.
+    pub via: Option<usize>,
     tx: Vec<u8>,
 }
 
@@ -52,6 +54,7 @@ impl Node {
             events: vec![],
             errors: vec![],
             sent: vec![],
+            via: None,
             tx,
         }
     }
@@ -112,7 +115,12 @@ impl Endpoint for Node {
                 self.sent.push((now, h.count));
             }
         }
-        Some(Transmit { port: 0, to: index(t.to), bytes: t.wire_bytes as u64, frame: self.tx[..t.len].to_vec() })
+        Some(Transmit {
+            port: 0,
+            to: self.via.unwrap_or(index(t.to)),
+            bytes: t.wire_bytes as u64,
+            frame: self.tx[..t.len].to_vec(),
+        })
     }
 
     fn poll_timeout(&self) -> Option<SimTime> {
