@@ -1,0 +1,232 @@
+//! Go-back-N delivery between two bridges (seed 002 §3.3.1; expether.md §4): the sender keeps
+//! the frames not yet acknowledged; an ACK is cumulative (the next sequence number the
+//! receiver expects); a repeated ACK or a timeout resends the oldest unacknowledged frame and
+//! every frame after it. The receiver takes only the frame it expects next and answers every
+//! DATA frame with an ACK, so a gap shows up at the sender as a repeated ACK.
+//!
+//! tca's design where the seed is silent: 32-bit sequence numbers compared modulo 2^32; one
+//! retransmission timer per peer, restarted when the oldest frame changes or a round of
+//! retransmission starts; after a repeated-ACK retransmission further repeated ACKs are ignored
+//! until the ACK passes every frame sent before it (the frames already in flight behind the gap
+//! repeat the ACK too; without this each of them would start another round). A "loss" is a
+//! round of retransmission; losses in a row without progress count towards the path failure
+//! (§4.2.1, threshold 3 in the seed's experiment).
+
+use std::collections::VecDeque;
+
+/// Whether `a` lies after `b` in sequence space.
+pub fn after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// What an ACK did at the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckOutcome {
+    /// It acknowledged frames.
+    Progress {
+        /// How many.
+        frames: u32,
+        /// Their bytes (without Ethernet overhead).
+        bytes: u64,
+        /// The round trip of the newest of them [ps], when it was sent only once.
+        rtt: Option<u64>,
+    },
+    /// It repeated the last ACK often enough to start a retransmission round; the value is the
+    /// number of such rounds in a row.
+    Retransmit(u32),
+    /// Nothing changed (an old, repeated or impossible ACK).
+    Nothing,
+}
+
+/// The sending half towards one peer.
+#[derive(Debug, Clone, Default)]
+pub struct Sender {
+    base: u32,
+    next: u32,
+    inflight: VecDeque<Vec<u8>>,
+    /// When each frame in flight was first sent [ps]; `u64::MAX` once it was sent again.
+    times: VecDeque<u64>,
+    resend: usize,
+    deadline: Option<u64>,
+    dups: u32,
+    recover: Option<u32>,
+    losses: u32,
+    spare: Vec<Vec<u8>>,
+}
+
+impl Sender {
+    /// The sequence number of the next new frame.
+    pub fn next_seq(&self) -> u32 {
+        self.next
+    }
+
+    /// Frames sent and not yet acknowledged.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Whether a new frame may go: no retransmission pending and fewer than `window` in flight.
+    pub fn can_send_new(&self, window: usize) -> bool {
+        self.resend == self.inflight.len() && self.inflight.len() < window
+    }
+
+    /// Whether a retransmission is pending.
+    pub fn resend_pending(&self) -> bool {
+        self.resend < self.inflight.len()
+    }
+
+    /// The retransmission deadline [ps], if frames are in flight.
+    pub fn deadline(&self) -> Option<u64> {
+        self.deadline
+    }
+
+    /// Retransmission rounds in a row without progress.
+    pub fn losses(&self) -> u32 {
+        self.losses
+    }
+
+    /// A buffer to build the next new frame in (reused from acknowledged frames).
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Records the new frame `frame` (sequence number [`Sender::next_seq`]) as sent at `now`.
+    pub fn sent(&mut self, frame: Vec<u8>, now: u64, rto: u64) {
+        self.inflight.push_back(frame);
+        self.times.push_back(now);
+        self.next = self.next.wrapping_add(1);
+        self.resend = self.inflight.len();
+        self.deadline.get_or_insert(now + rto);
+    }
+
+    /// The next frame of a retransmission round, to be sent again.
+    pub fn next_resend(&mut self) -> Option<&mut Vec<u8>> {
+        let f = self.inflight.get_mut(self.resend)?;
+        self.times[self.resend] = u64::MAX;
+        self.resend += 1;
+        Some(f)
+    }
+
+    /// Takes the cumulative ACK `ack`, received at `now`; `pure` is true for an ACK frame (only
+    /// those count as repeated ACKs; DATA frames carry the ACK too).
+    pub fn on_ack(&mut self, ack: u32, pure: bool, now: u64, rto: u64, dup_acks: u32) -> AckOutcome {
+        if after(ack, self.base) && !after(ack, self.next) {
+            let n = ack.wrapping_sub(self.base);
+            let (mut bytes, mut sent_at) = (0, u64::MAX);
+            for _ in 0..n {
+                let mut f = self.inflight.pop_front().expect("acknowledged frames are in flight");
+                sent_at = self.times.pop_front().expect("one time per frame");
+                bytes += f.len() as u64;
+                f.clear();
+                self.spare.push(f);
+            }
+            self.base = ack;
+            self.resend = self.resend.saturating_sub(n as usize);
+            (self.dups, self.losses) = (0, 0);
+            self.deadline = (!self.inflight.is_empty()).then_some(now + rto);
+            if self.recover.is_some_and(|r| !after(r, ack)) {
+                self.recover = None;
+            }
+            let rtt = (sent_at != u64::MAX).then(|| now.saturating_sub(sent_at));
+            return AckOutcome::Progress { frames: n, bytes, rtt };
+        }
+        if pure && ack == self.base && !self.inflight.is_empty() && self.recover.is_none() {
+            self.dups += 1;
+            if self.dups >= dup_acks {
+                self.recover = Some(self.next);
+                return AckOutcome::Retransmit(self.go_back(now, rto));
+            }
+        }
+        AckOutcome::Nothing
+    }
+
+    /// Starts a retransmission round if the deadline has passed; returns the rounds in a row.
+    pub fn on_timeout(&mut self, now: u64, rto: u64) -> Option<u32> {
+        match self.deadline {
+            Some(d) if d <= now && !self.inflight.is_empty() => Some(self.go_back(now, rto)),
+            _ => None,
+        }
+    }
+
+    fn go_back(&mut self, now: u64, rto: u64) -> u32 {
+        self.resend = 0;
+        self.dups = 0;
+        self.losses += 1;
+        self.deadline = Some(now + rto);
+        self.losses
+    }
+
+    /// The frames in flight, oldest first.
+    pub fn frames(&self) -> impl Iterator<Item = &[u8]> {
+        self.inflight.iter().map(|f| &f[..])
+    }
+
+    /// Forgets every frame in flight (after a path failure); returns them for counting.
+    pub fn abandon(&mut self) -> usize {
+        let n = self.inflight.len();
+        self.inflight.clear();
+        self.times.clear();
+        (self.resend, self.deadline, self.recover) = (0, None, None);
+        n
+    }
+}
+
+/// The receiving half from one peer.
+#[derive(Debug, Clone, Default)]
+pub struct Receiver {
+    expected: u32,
+    /// An ACK is owed to the peer.
+    pub ack_pending: bool,
+}
+
+impl Receiver {
+    /// The next sequence number expected (the cumulative ACK to send).
+    pub fn expected(&self) -> u32 {
+        self.expected
+    }
+
+    /// A DATA frame `seq` arrived; returns whether it is the expected one (to be delivered).
+    /// Any DATA frame owes an ACK: an old or early one makes it a repeated ACK.
+    pub fn on_data(&mut self, seq: u32) -> bool {
+        self.ack_pending = true;
+        if seq == self.expected {
+            self.expected = self.expected.wrapping_add(1);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_ack_goes_back_once_then_progress_resets() {
+        let mut s = Sender::default();
+        for i in 0..4 {
+            s.sent(vec![i], 0, 100);
+        }
+        assert!(!s.can_send_new(8) || !s.resend_pending());
+        assert_eq!(s.on_ack(1, true, 10, 100, 1), AckOutcome::Progress { frames: 1, bytes: 1, rtt: Some(10) });
+        assert_eq!(s.on_ack(1, true, 11, 100, 1), AckOutcome::Retransmit(1));
+        assert_eq!(s.next_resend().map(|f| f[0]), Some(1));
+        assert_eq!(s.on_ack(1, true, 12, 100, 1), AckOutcome::Nothing, "one round per gap");
+        assert!(!s.can_send_new(8), "the round must finish first");
+        assert_eq!((s.next_resend().map(|f| f[0]), s.next_resend().map(|f| f[0])), (Some(2), Some(3)));
+        assert!(s.next_resend().is_none() && s.can_send_new(8));
+        assert_eq!(s.on_timeout(111, 100), Some(2), "second round in a row");
+        assert_eq!(s.on_ack(4, false, 120, 100, 1), AckOutcome::Progress { frames: 3, bytes: 3, rtt: None });
+        assert_eq!((s.losses(), s.in_flight(), s.deadline()), (0, 0, None));
+        assert_eq!(s.on_ack(9, true, 130, 100, 1), AckOutcome::Nothing, "beyond what was sent");
+    }
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        assert!(after(0, u32::MAX) && !after(u32::MAX, 0) && !after(5, 5));
+        let mut r = Receiver::default();
+        assert!(r.on_data(0) && !r.on_data(0) && !r.on_data(2) && r.on_data(1));
+        assert_eq!(r.expected(), 2);
+    }
+}
