@@ -39,4 +39,28 @@ pub enum ExpError {
     /// An invalid configuration.
     #[error("bad ExpEther configuration: {0}")]
     Config(&'static str),
+    /// A VLAN id beyond the 12 bits of an 802.1Q tag.
+    #[error("VLAN id {0} exceeds 12 bits (0..=4095)")]
+    VlanRange(u16),
+    /// Every VLAN id already has a host bridge (seed 002 Table 3.1: at most 4096 hosts).
+    #[error("all 4096 VLAN ids already have a host bridge (at most 4096 hosts, seed 002 Table 3.1)")]
+    HostsFull,
+    /// A host bridge asked for a VLAN id that another host bridge holds.
+    #[error("VLAN {0} already has host bridge {1}")]
+    VlanTaken(u16, Mac),
+    /// A bridge joined twice.
+    #[error("bridge {0} has already joined the virtual switch")]
+    BridgeKnown(Mac),
+    /// No host bridge holds this VLAN id.
+    #[error("no host bridge on VLAN {0}")]
+    UnknownHost(u16),
+    /// No device bridge with this MAC address has joined.
+    #[error("no device bridge {0} in the virtual switch")]
+    UnknownDevice(Mac),
+    /// Every downstream port of the host's upstream bridge holds a device (seed 002 Table 3.1:
+    /// at most 32 devices per host).
+    #[error(
+        "the host on VLAN {0} has all {1} downstream ports in use (at most 32 devices per host, seed 002 Table 3.1)"
+    )]
+    PortsFull(u16, u8),
 }

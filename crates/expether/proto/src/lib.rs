@@ -26,6 +26,10 @@
 //! ([`Config::rate_control`]); its law is tca's design, since the seed defers it to its ref.
 //! [55] ([`rate`]).
 //!
+//! The distributed virtual PCIe switch (§3.3.1, Fig. 3.3, Table 3.1): which device belongs to
+//! which host by VLAN id, the hot-plug and hot-remove events a host sees when the system manager
+//! moves a device, and the limits of 4096 hosts and 32 devices per host ([`vswitch`]).
+//!
 //! Not here yet: multipath round robin with a reorder buffer (§3.3.1), recovery of a failed
 //! path, and management frames (§3.3.1 "system management").
 //!
@@ -61,7 +65,8 @@
 //! ```
 //!
 //! Modules: [`header`] the wire form; [`outbox`] a destination's queue; [`gbn`] go-back-N;
-//! [`rate`] rate control; [`bridge`] the state machine; [`error`] refusals.
+//! [`rate`] rate control; [`bridge`] the state machine; [`vswitch`] the virtual PCIe switch;
+//! [`error`] refusals.
 
 #![warn(missing_docs)]
 
@@ -71,8 +76,10 @@ pub mod gbn;
 pub mod header;
 pub mod outbox;
 pub mod rate;
+pub mod vswitch;
 
 pub use bridge::{Bridge, Config, Delivered, Event, Stats, Transmit, WIRE_OVERHEAD};
 pub use error::ExpError;
 pub use header::{FrameView, Header, Kind, Mac, HEADER_LEN, MIN_FRAME};
 pub use rate::{RateConfig, RateControl};
+pub use vswitch::{SwitchEvent, VirtualSwitch, MAX_HOSTS, MAX_PORTS};
