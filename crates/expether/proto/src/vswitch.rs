@@ -29,6 +29,25 @@
 //! Sans-I/O like the rest of the crate: inputs are method calls, outputs are events taken with
 //! [`VirtualSwitch::poll_event`] in the order they happened. No clock: event latency is not
 //! modelled. Every refused call leaves the state unchanged.
+//!
+//! ```
+//! use expether_proto::{Mac, SwitchEvent::{HotPlug, HotRemove}, VirtualSwitch};
+//!
+//! let (a, b, ssd) = (Mac([2, 0, 0, 0, 0, 1]), Mac([2, 0, 0, 0, 0, 2]), Mac([2, 0, 0, 0, 0, 3]));
+//! let mut sw = VirtualSwitch::new(8)?;
+//! sw.join_host(a, 10)?;
+//! sw.join_host(b, 20)?;
+//! sw.join_device(ssd)?;
+//! assert_eq!(sw.assign(ssd, 10)?, 0);
+//! assert_eq!(sw.assign(ssd, 20)?, 0);
+//! let seen: Vec<_> = std::iter::from_fn(|| sw.poll_event()).collect();
+//! assert_eq!(seen, [
+//!     HotPlug { host: 10, slot: 0, device: ssd },
+//!     HotRemove { host: 10, slot: 0, device: ssd },
+//!     HotPlug { host: 20, slot: 0, device: ssd },
+//! ]);
+//! # Ok::<(), expether_proto::ExpError>(())
+//! ```
 
 use crate::error::ExpError;
 use crate::header::{Mac, MAX_VLAN};
