@@ -285,9 +285,11 @@ impl Inner {
     pub(crate) fn push_notify_held(&self, producer: &mut Producer, dst: u16, slot: u16, tag: u32) -> bool {
         let ring = self.segs[dst as usize].ring(self.cfg.rank);
         let v = encode_notify(slot, tag);
-        let start = Instant::now();
+        // The clock is read only once the ring is full.
+        let mut start = None;
         while !ring.push(producer, v) {
-            if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
+            let since = *start.get_or_insert_with(Instant::now);
+            if !self.peer_alive(dst) || since.elapsed() > self.cfg.timeout {
                 return false;
             }
             std::thread::sleep(Duration::from_micros(50));
