@@ -112,7 +112,10 @@ impl Inner {
                 self.check_still_live(h)?;
             }
         }
-        e.handle_start(channel)
+        e.handle_start(channel)?;
+        let kicks = &self.kicks[channel as usize];
+        kicks.store(kicks.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        Ok(())
     }
 
     /// A handle that passed [`Inner::desc_set`]'s checks is still live in its owner's table.
@@ -131,6 +134,9 @@ impl Inner {
     pub(crate) fn wait_dmac(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
         self.settle_notify();
+        if self.finished_alone_last(channel) {
+            return Ok(());
+        }
         // A chain may read from or write to any rank (proxy reads wait for the source).
         let what = WaitFor { watch: Watch::Everyone, cheap: false, engine_reports: true };
         let r = self.with_caller_work(|work| {

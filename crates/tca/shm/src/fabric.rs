@@ -63,6 +63,10 @@ pub(crate) struct Inner {
     /// A caller is carrying out the run of each channel alone ([`crate::inline`]): the engine
     /// already counts it done, but the bytes may not all be written yet.
     pub carrying: [AtomicBool; CHANNELS],
+    /// Kicks of each channel that started a run (counted under the engine lock), and the kick
+    /// whose run a caller last finished alone: equal, `tcaWaitDMAC` needs no engine lock.
+    pub kicks: [AtomicU32; CHANNELS],
+    pub finished_alone: [AtomicU32; CHANNELS],
     /// 1 + the node a notification was last pushed to without a fence before the look at its
     /// sleeping waiters (0: none); the next DMA call of this process looks again, fenced.
     pub unfenced: AtomicU32,
@@ -156,6 +160,8 @@ impl ShmFabric {
             chain_bytes: Default::default(),
             producers: (0..size).map(|_| StoreLock::new(Producer::default())).collect(),
             carrying: Default::default(),
+            kicks: Default::default(),
+            finished_alone: Default::default(),
             unfenced: AtomicU32::new(0),
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),

@@ -29,6 +29,8 @@ use tca_proto::{Action, DescriptorSource, Engine, TcaResult, Write};
 /// A run taken whole under the engine lock, to carry out with plain stores.
 struct Alone {
     channel: u8,
+    /// The kick of the run ([`Inner::kicks`]).
+    kick: u32,
     write: Write,
     /// The run ended with the write (a waiter of this process for the channel may wake).
     done: bool,
@@ -90,7 +92,8 @@ impl Inner {
         if done {
             self.carrying[channel as usize].store(true, Ordering::Relaxed);
         }
-        Some(Alone { channel, write, done, notify })
+        let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
+        Some(Alone { channel, kick, write, done, notify })
     }
 
     /// The copy and the notification of a run taken whole; nothing after the first store into
@@ -117,6 +120,9 @@ impl Inner {
                 dead = Some(dst);
             }
         }
+        if a.done {
+            self.finished_alone[a.channel as usize].store(a.kick, Ordering::Release);
+        }
         self.carrying[a.channel as usize].store(false, Ordering::Release);
         drop(producer);
         if let Some(dst) = dead {
@@ -139,6 +145,20 @@ impl Inner {
             if h.app_waiters.0.load(Ordering::Relaxed) != 0 {
                 Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
             }
+        }
+    }
+
+    /// The last run started on `channel` was finished by a caller alone (so it is over, and
+    /// succeeded): `tcaWaitDMAC` is ready without asking the engine. A kick racing with this
+    /// look is one the wait may or may not include, as with the engine.
+    pub(crate) fn finished_alone_last(&self, channel: u8) -> bool {
+        let c = channel as usize;
+        match (self.kicks.get(c), self.finished_alone.get(c)) {
+            (Some(k), Some(f)) => {
+                let k = k.load(Ordering::Acquire);
+                k != 0 && f.load(Ordering::Acquire) == k && !self.carrying[c].load(Ordering::Acquire)
+            }
+            _ => false,
         }
     }
 
