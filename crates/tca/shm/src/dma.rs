@@ -46,7 +46,13 @@ impl Inner {
         } else {
             None
         };
-        let result = lock(&self.engine).set_chain(channel, desc);
+        let result = {
+            let mut e = lock(&self.engine);
+            match self.carrying.get(channel as usize) {
+                Some(m) if m.load(Ordering::Acquire) => Err(TcaError::ChannelBusy),
+                _ => e.set_chain(channel, desc),
+            }
+        };
         if let Err(e) = result {
             if let Some((off, _)) = table {
                 lock(&self.heap).free(off);
@@ -80,13 +86,14 @@ impl Inner {
     /// [`tca_proto::Engine::handle_start`] rejects.
     pub(crate) fn start_dma(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
+        self.settle_notify();
         let bytes = self.chain_bytes.get(channel as usize).map_or(0, |b| b.load(Ordering::Relaxed));
         // The caller carries the chain out itself when no other thread is carrying actions
         // out: always for a short chain (a hand-off costs more than the copies), and for any
         // chain when the engine thread has no CPU of its own. The kick and the taking of its
         // first actions are one hold of the engine lock. Otherwise the engine thread does.
         if (bytes <= INLINE_BYTES || self.no_free_cpu) && self.executing.load(Ordering::Relaxed) == 0 {
-            return self.with_caller_work(|w| self.progress_with(w, |e| self.kick(e, channel)).0);
+            return self.start_by_caller(channel);
         }
         self.kick(&mut lock(&self.engine), channel)?;
         let h = self.own().header();
@@ -96,13 +103,19 @@ impl Inner {
 
     /// The kick itself, after checking that every handle of the chain is still live: an owner
     /// may have destroyed or freed one since `tcaDescSet`.
-    fn kick(&self, e: &mut Engine, channel: u8) -> TcaResult<()> {
+    pub(crate) fn kick(&self, e: &mut Engine, channel: u8) -> TcaResult<()> {
+        if self.carrying.get(channel as usize).is_some_and(|m| m.load(Ordering::Acquire)) {
+            return Err(TcaError::ChannelBusy);
+        }
         if let Some(chain) = e.chain(channel)? {
             for h in chain.entries().iter().flat_map(|x| [&x.dst, &x.src]) {
                 self.check_still_live(h)?;
             }
         }
-        e.handle_start(channel)
+        e.handle_start(channel)?;
+        let kicks = &self.kicks[channel as usize];
+        kicks.store(kicks.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        Ok(())
     }
 
     /// A handle that passed [`Inner::desc_set`]'s checks is still live in its owner's table.
@@ -120,9 +133,13 @@ impl Inner {
     /// read's refusal); [`TcaError::Timeout`].
     pub(crate) fn wait_dmac(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
+        self.settle_notify();
+        if self.finished_alone_last(channel) {
+            return Ok(());
+        }
         // A chain may read from or write to any rank (proxy reads wait for the source).
         let what = WaitFor { watch: Watch::Everyone, cheap: false, engine_reports: true };
-        self.with_caller_work(|work| {
+        let r = self.with_caller_work(|work| {
             self.wait(what, |inner| {
                 // Asked before and, when there was something to carry out, after this round.
                 let (status, any) = inner.progress_with(work, |e| e.wait_dma_channel(channel));
@@ -131,7 +148,12 @@ impl Inner {
                 }
                 Ok(any && lock(&inner.engine).wait_dma_channel(channel)? == WaitStatus::Ready)
             })
-        })
+        });
+        // The engine counts a run done before a caller carrying it out alone has written it.
+        if r.is_ok() {
+            self.wait_carried(channel);
+        }
+        r
     }
 
     /// Waits for and consumes one notification (slot, tag) from `h.node`
@@ -142,6 +164,7 @@ impl Inner {
     /// sender died (or finished) without sending it; [`TcaError::Timeout`].
     pub(crate) fn wait_dma_recv(&self, h: &Handle, slot: u32, tag: u32) -> TcaResult<()> {
         self.check_live()?;
+        self.settle_notify();
         h.validate()?;
         if h.node >= self.cfg.size {
             return Err(TcaError::InvalidNode);

@@ -5,7 +5,7 @@
 //! scheduled.
 
 use crate::fabric::{lock, Inner};
-use crate::ring::encode_notify;
+use crate::ring::{encode_notify, Producer};
 use crate::segment::Segment;
 use crate::sys;
 use crate::wait::Backoff;
@@ -19,7 +19,7 @@ use tca_proto::{Action, DescriptorSource, Engine, ProxyDone, Token, Write, CHANN
 /// between rounds so that a round allocates nothing once they have grown.
 #[derive(Default)]
 pub(crate) struct Work {
-    batch: Vec<Action>,
+    pub(crate) batch: Vec<Action>,
     /// Writes done, to report.
     done: Vec<Token>,
     /// Notifications to this rank: (source node, slot, tag).
@@ -56,9 +56,15 @@ impl Inner {
             self.take_actions(&mut e, work);
             r
         };
+        (r, self.carry_taken(work))
+    }
+
+    /// Carries out the actions taken into `work.batch` (perhaps none), then those that follow,
+    /// round after round; false when there was nothing to do.
+    pub(crate) fn carry_taken(&self, work: &mut Work) -> bool {
         self.send_refusals(work);
         if work.batch.is_empty() {
-            return (r, false);
+            return false;
         }
         self.executing.fetch_add(1, Ordering::Relaxed);
         // A round that reported nothing back (no write done, no notification to this rank,
@@ -77,7 +83,7 @@ impl Inner {
             }
         }
         self.executing.fetch_sub(1, Ordering::Relaxed);
-        (r, true)
+        true
     }
 
     /// Runs `f` with this thread's cached buffers (empty between calls: every call reports
@@ -104,7 +110,7 @@ impl Inner {
 
     /// Reports the completions of the previous round, applies the messages that arrived from
     /// peers, then moves the engine's actions into `work.batch` (the engine lock held).
-    fn take_actions(&self, e: &mut Engine, work: &mut Work) {
+    pub(crate) fn take_actions(&self, e: &mut Engine, work: &mut Work) {
         self.report(e, work);
         let own = self.own();
         for src in 0..self.cfg.size {
@@ -124,7 +130,7 @@ impl Inner {
         }
     }
 
-    fn send_refusals(&self, work: &mut Work) {
+    pub(crate) fn send_refusals(&self, work: &mut Work) {
         for (node, m) in work.refusals.drain(..) {
             if !self.push_msg(node, &m) {
                 self.mark_dead(node);
@@ -167,7 +173,7 @@ impl Inner {
     }
 
     /// The bytes of one write, from one mapped heap to another.
-    fn copy(&self, w: &Write) {
+    pub(crate) fn copy(&self, w: &Write) {
         let src = self.ptr(w.src_node, w.src_addr, w.len);
         let dst = self.ptr(w.dst_node, w.dst_addr, w.len);
         if let (Some(s), Some(d)) = (src, dst) {
@@ -262,21 +268,31 @@ impl Inner {
     /// sleeping one (it announces itself, then looks at the ring once more: the fence orders
     /// the push before the look at its count).
     fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> bool {
-        let mut producer = lock(&self.producers[dst as usize]);
-        let seg = &self.segs[dst as usize];
-        let ring = seg.ring(self.cfg.rank);
+        let mut producer = self.producers[dst as usize].lock();
+        if !self.push_notify_held(&mut producer, dst, slot, tag) {
+            return false;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let h = self.segs[dst as usize].header();
+        if h.app_waiters.0.load(Ordering::Relaxed) != 0 {
+            Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        }
+        true
+    }
+
+    /// The push of [`Inner::push_notify`], the producer lock of `dst` held; no fence, no
+    /// doorbell.
+    pub(crate) fn push_notify_held(&self, producer: &mut Producer, dst: u16, slot: u16, tag: u32) -> bool {
+        let ring = self.segs[dst as usize].ring(self.cfg.rank);
         let v = encode_notify(slot, tag);
-        let start = Instant::now();
-        while !ring.push(&mut producer, v) {
-            if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
+        // The clock is read only once the ring is full.
+        let mut start = None;
+        while !ring.push(producer, v) {
+            let since = *start.get_or_insert_with(Instant::now);
+            if !self.peer_alive(dst) || since.elapsed() > self.cfg.timeout {
                 return false;
             }
             std::thread::sleep(Duration::from_micros(50));
-        }
-        std::sync::atomic::fence(Ordering::SeqCst);
-        let h = seg.header();
-        if h.app_waiters.0.load(Ordering::Relaxed) != 0 {
-            Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
         true
     }
@@ -284,7 +300,7 @@ impl Inner {
     /// Pushes a proxy-read message into `dst`'s message ring for this rank and wakes `dst`'s
     /// engine thread; waits while the ring is full. `false` as for [`Inner::push_notify`].
     fn push_msg(&self, dst: u16, m: &ProxyMsg) -> bool {
-        let _producer = lock(&self.producers[dst as usize]);
+        let _producer = self.producers[dst as usize].lock();
         let seg = &self.segs[dst as usize];
         let entry = m.encode();
         let start = Instant::now();

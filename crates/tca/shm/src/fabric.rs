@@ -10,6 +10,7 @@ use crate::heap::Heap;
 use crate::ring::Producer;
 use crate::segment::{state, Segment, HEAP};
 use crate::wait::WaitPolicy;
+use crate::store_lock::StoreLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -49,7 +50,9 @@ pub(crate) struct Inner {
     /// One lock per destination node, held while pushing into its rings: several threads of
     /// this process (the engine thread, waiting callers) may carry out actions, and each ring
     /// has one producer.
-    pub producers: Vec<Mutex<Producer>>,
+    /// A [`StoreLock`]: a caller that has just written a payload and a notification into a
+    /// peer's segment gives it back without waiting for those stores ([`crate::inline`]).
+    pub producers: Vec<StoreLock<Producer>>,
     pub collectives: Mutex<Collectives>,
     /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
     /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
@@ -57,6 +60,16 @@ pub(crate) struct Inner {
     /// Counts the drains of the notification rings that took entries (under the engine lock):
     /// a waiter whose notification another thread moved into the engine sees it change.
     pub drained: AtomicU64,
+    /// A caller is carrying out the run of each channel alone ([`crate::inline`]): the engine
+    /// already counts it done, but the bytes may not all be written yet.
+    pub carrying: [AtomicBool; CHANNELS],
+    /// Kicks of each channel that started a run (counted under the engine lock), and the kick
+    /// whose run a caller last finished alone: equal, `tcaWaitDMAC` needs no engine lock.
+    pub kicks: [AtomicU32; CHANNELS],
+    pub finished_alone: [AtomicU32; CHANNELS],
+    /// 1 + the node a notification was last pushed to without a fence before the look at its
+    /// sleeping waiters (0: none); the next DMA call of this process looks again, fenced.
+    pub unfenced: AtomicU32,
     /// The job's ranks have no CPU to spare (ranks >= CPUs): the engine thread could only run
     /// on the CPU of the caller that kicked, so every chain is carried out by the caller
     /// ([`crate::dma`]), and the engine thread does not spin when idle.
@@ -145,7 +158,11 @@ impl ShmFabric {
             engine: Mutex::new(engine),
             tables: Mutex::new([None; CHANNELS]),
             chain_bytes: Default::default(),
-            producers: (0..size).map(|_| Mutex::new(Producer::default())).collect(),
+            producers: (0..size).map(|_| StoreLock::new(Producer::default())).collect(),
+            carrying: Default::default(),
+            kicks: Default::default(),
+            finished_alone: Default::default(),
+            unfenced: AtomicU32::new(0),
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),
             drained: AtomicU64::new(0),

@@ -43,10 +43,12 @@ pub mod dma;
 pub mod executor;
 pub mod fabric;
 pub mod heap;
+pub mod inline;
 pub mod memory;
 pub mod pio;
 pub mod ring;
 pub mod segment;
+pub mod store_lock;
 pub mod sys;
 pub mod wait;
 

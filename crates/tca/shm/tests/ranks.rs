@@ -87,6 +87,14 @@ fn every_call_on_one_rank() {
 }
 
 #[test]
+fn threads_sharing_a_channel_lose_and_double_no_run() {
+    for n in [2u16, 3] {
+        let o = run("shared-channel", n, &[]);
+        assert!(o.codes.iter().all(|c| *c == Some(0)), "{n} ranks: {:?}\n{}", o.codes, o.out);
+    }
+}
+
+#[test]
 fn bad_arguments_give_their_codes() {
     let o = run("bad-args", 2, &[]);
     assert!(o.codes.iter().all(|c| *c == Some(0)), "{}", o.out);

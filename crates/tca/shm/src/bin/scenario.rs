@@ -11,7 +11,9 @@
 //! or freed handles fail on the writer's side), `collective-mismatch` (a failed allgather
 //! leaves the job usable), `peer-dies` (rank 1 is killed; the others must fail with PeerDead
 //! quickly), `silent-peer` (rank 1 never sends; the others must time out), `shm-full` (an
-//! allocation larger than `/dev/shm` fails cleanly), `policy` (prints how waits behave).
+//! allocation larger than `/dev/shm` fails cleanly), `policy` (prints how waits behave),
+//! `shared-channel` (two threads of each rank start and wait on one channel: every kick is
+//! run or refused as busy, and every run's notification arrives once).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -491,6 +493,58 @@ fn policy(f: &ShmFabric) -> Check {
     ok("barrier", f.barrier())
 }
 
+/// Two threads start and wait on channel 0 at once (an 8-byte run to the next rank, which a
+/// caller carries out alone); the next rank then consumes exactly the runs counted.
+fn shared_channel(f: &ShmFabric) -> Check {
+    // Both threads together kick fewer runs than a notification ring holds: the next rank
+    // consumes none until it has kicked its own.
+    const KICKS: u32 = 400;
+    let (me, n) = me_n(f)?;
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    let (_, src) = buffer(f, 64, MemoryType::Cpu)?;
+    let (_, dst) = buffer(f, 64, MemoryType::Cpu)?;
+    let dsts = exchange(f, &dst)?;
+    let srcs = exchange(f, &src)?;
+    ok("fill", f.write(&src, 0, &u64::from(me + 1).to_le_bytes()))?;
+    let mut d = Desc::new();
+    ok("set_memcpy", d.set_memcpy(&dsts[next as usize], 0, &src, 0, 8, DmaFlags::NOTIFY, 3, 77))?;
+    ok("desc_set", f.desc_set(0, &d))?;
+    ok("barrier", f.barrier())?;
+    let kicker = || -> Result<u32, String> {
+        let mut runs = 0;
+        for _ in 0..KICKS {
+            match f.start_dma(0).code() {
+                Ok(()) => runs += 1,
+                Err(TcaError::ChannelBusy) => {}
+                Err(e) => return Err(format!("start: {e:?}")),
+            }
+            ok("wait channel", f.wait_dmac(0))?;
+        }
+        Ok(runs)
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let t = s.spawn(kicker);
+        let b = kicker();
+        (t.join().unwrap_or_else(|_| Err("thread panicked".into())), b)
+    });
+    let runs = a? + b?;
+    if runs < KICKS {
+        return Err(format!("only {runs} of {} kicks ran", 2 * KICKS));
+    }
+    let counts = ok("allgather", f.allgather(&runs.to_le_bytes()))?;
+    let from_prev = u32::from_le_bytes(counts[prev as usize * 4..][..4].try_into().unwrap_or_default());
+    for i in 0..from_prev {
+        ok(&format!("notification {i} of {from_prev}"), f.wait_dma_recv(&srcs[prev as usize], 3, 77))?;
+    }
+    let mut got = [0u8; 8];
+    ok("read", f.read(&dst, 0, &mut got))?;
+    if u64::from_le_bytes(got) != u64::from(prev + 1) {
+        return Err(format!("payload {got:?} from rank {prev}"));
+    }
+    ok("barrier", f.barrier())?;
+    ok("finalize", f.finalize())
+}
+
 fn main() -> ExitCode {
     let name = std::env::args().nth(1).unwrap_or_default();
     let f = match ShmFabric::init() {
@@ -510,6 +564,7 @@ fn main() -> ExitCode {
         "silent-peer" => silent_peer(&f),
         "shm-full" => shm_full(&f),
         "policy" => policy(&f),
+        "shared-channel" => shared_channel(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {
