@@ -71,7 +71,8 @@ impl Inner {
             match a {
                 Action::Write(w) if w.channel == channel && w.src_node == me && write.is_none() => write = Some(*w),
                 Action::Kick { channel: c } if *c == channel => {}
-                Action::Descriptor { channel: c, source, .. } if *c == channel && *source != DescriptorSource::HostMemory => {}
+                Action::Descriptor { channel: c, source, .. }
+                    if *c == channel && *source != DescriptorSource::HostMemory => {}
                 _ => return None,
             }
         }
