@@ -5,18 +5,14 @@
  *
  * usage: memcpy_floor [MAX_BYTES] [ITER_SCALE]
  */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
+#include "floor.h"
 
 int main(int argc, char **argv)
 {

@@ -7,6 +7,7 @@
  *
  * usage: shmem_pingpong [MAX_BYTES] [ITER_SCALE]   (oshrun -n 2)
  */
+#define _GNU_SOURCE
 #include <shmem.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,19 +15,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "floor.h"
+
 #define FLAG_BYTES 64
 
 static int iters_for(size_t size, double scale)
 {
     int n = (int)((size <= 8192 ? 10000 : 1000) * scale);
     return n < 2 ? 2 : n;
-}
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
 }
 
 int main(int argc, char **argv)

@@ -22,6 +22,8 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include "floor.h"
+
 #define FLAG_BYTES 64
 
 static int me;
@@ -30,27 +32,6 @@ static void die(const char *what, ucs_status_t s)
 {
     fprintf(stderr, "ucx_pingpong: rank %d: %s: %s\n", me, what, ucs_status_string(s));
     exit(1);
-}
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
-
-static void pin(int cpu)
-{
-    cpu_set_t allowed, one;
-    sched_getaffinity(0, sizeof allowed, &allowed);
-    int n = 0;
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &allowed) && n++ == cpu) {
-            CPU_ZERO(&one);
-            CPU_SET(c, &one);
-            sched_setaffinity(0, sizeof one, &one);
-            return;
-        }
 }
 
 static void xfer(int fd, void *buf, size_t len, int out)
