@@ -17,13 +17,32 @@ pub mod experiment;
 mod job;
 mod memory;
 mod rank;
+mod scheduler;
 mod world;
 
 pub use job::SimJob;
 pub use rank::SimRank;
+pub use scheduler::Scheduler;
+pub use world::{Op, Reply};
 use std::sync::Arc;
 use tca_model::platform::Platform;
 use tca_proto::FabricError;
+
+/// What carries out the requests of a job's ranks on its [`Scheduler`] against a clock: one
+/// thread per rank ([`SimJob`]) or the actors of another simulator (crate `tca-smpi`).
+pub trait Driver: Send + Sync {
+    /// Ranks of the job.
+    fn ranks(&self) -> u32;
+
+    /// Rank `rank` makes request `op` and blocks until the world answers it.
+    ///
+    /// # Errors
+    /// The answer's error, or the rank is not running.
+    fn call(&self, rank: u32, op: Op) -> Result<Reply, FabricError>;
+
+    /// Rank `rank`'s program has returned (or failed); later calls of it fail.
+    fn finish(&self, rank: u32);
+}
 
 /// Runs `program(rank)` for every rank of a new job on `platform`, each in its own thread
 /// against the job's virtual clock, and returns the programs' results by rank.

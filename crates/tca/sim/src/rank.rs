@@ -1,16 +1,16 @@
 //! One rank of a simulated job as a [`Fabric`]: the TCA calls of a program, carried out in
 //! virtual time.
 
-use crate::job::SimJob;
 use crate::world::{Op, Reply};
+use crate::Driver;
 use base::SimTime;
 use std::sync::Arc;
 use tca_proto::{Desc, Fabric, FabricError, FabricResult, Handle, MemoryType, PioRegion, TcaError};
 
-/// Rank `rank` of a [`SimJob`].
+/// Rank `rank` of a job (a [`crate::SimJob`], or a job inside another simulator).
 #[derive(Clone)]
 pub struct SimRank {
-    job: Arc<SimJob>,
+    job: Arc<dyn Driver>,
     rank: u32,
 }
 
@@ -24,7 +24,7 @@ impl SimRank {
     ///
     /// # Errors
     /// [`TcaError::InvalidNode`] for a rank the job does not have.
-    pub fn new(job: Arc<SimJob>, rank: u32) -> FabricResult<SimRank> {
+    pub fn new(job: Arc<dyn Driver>, rank: u32) -> FabricResult<SimRank> {
         if rank >= job.ranks() {
             let detail = format!("rank {rank} of a {}-rank job", job.ranks());
             return Err(FabricError::with_detail(TcaError::InvalidNode, detail));
@@ -38,7 +38,7 @@ impl SimRank {
     }
 
     /// The job this rank belongs to.
-    pub fn job(&self) -> &Arc<SimJob> {
+    pub fn job(&self) -> &Arc<dyn Driver> {
         &self.job
     }
 

@@ -18,7 +18,8 @@ const ALIGN: u64 = 4096;
 
 /// A request a rank makes (see [`crate::SimRank`] for the call each one carries out).
 #[derive(Debug, Clone)]
-pub(crate) enum Op {
+#[allow(missing_docs)]
+pub enum Op {
     Malloc { size: u64, mem: MemoryType, gpu: u32 },
     Free { addr: u64 },
     CreateHandle { addr: u64, size: u64, mem: MemoryType },
@@ -39,7 +40,7 @@ pub(crate) enum Op {
 
 impl Op {
     /// How a waiting rank is described in a deadlock report.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match self {
             Op::WaitDmac { channel } => format!("tcaWaitDMAC(channel {channel})"),
             Op::WaitRecv { handle, slot, tag } => {
@@ -57,7 +58,8 @@ impl Op {
 
 /// What a finished request returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Reply {
+#[allow(missing_docs)]
+pub enum Reply {
     Unit,
     Addr(u64),
     Handle(Handle),

@@ -1,0 +1,275 @@
+//! The ranks of a simulated job and the world they act on, as a state machine that owns no
+//! clock and no thread: a driver submits each rank's request, runs the world forward and hands
+//! out the answers. [`crate::SimJob`] drives it with one thread per rank (the world moves when
+//! every rank waits); a driver inside another simulator (SimGrid SMPI, crate `tca-smpi`)
+//! drives it from that simulator's clock, so TCA and MPI traffic share one virtual time.
+//!
+//! Call order: [`Scheduler::submit`] a request (the world's clock must already be at the
+//! request's time: [`Scheduler::run_until`]); [`Scheduler::take_answer`] when
+//! [`Scheduler::has_answer`]; between requests, [`Scheduler::run_until`] the driver's time, or
+//! [`Scheduler::step`] to [`Scheduler::next_wake`] when nothing else can happen first.
+
+use crate::world::{Op, Reply, Submitted, Wait, World};
+use base::{SimTime, Trace};
+use tca_model::platform::Platform;
+use tca_proto::{FabricError, TcaError};
+
+enum Slot {
+    /// Executing the program between calls.
+    Running,
+    /// Waiting for the world; `deadline` once known.
+    Waiting {
+        op_text: String,
+        wait: Wait,
+        deadline: Option<SimTime>,
+        gather: Option<Vec<u8>>,
+    },
+    /// The answer is ready.
+    Ready(Result<Reply, FabricError>),
+    Finished,
+}
+
+/// The world and what each rank is doing (see the module documentation).
+pub struct Scheduler {
+    world: World,
+    slots: Vec<Slot>,
+}
+
+impl Scheduler {
+    /// A job of `ranks` ranks on `platform` (rank i on node i); `trace` records hardware spans.
+    ///
+    /// # Errors
+    /// No rank, or more ranks than the platform has nodes.
+    pub fn new(platform: &Platform, ranks: u32, trace: bool) -> Result<Scheduler, FabricError> {
+        let world = World::new(platform, ranks, trace.then(Trace::new))?;
+        Ok(Scheduler { world, slots: (0..ranks).map(|_| Slot::Running).collect() })
+    }
+
+    /// Ranks of the job.
+    pub fn ranks(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// The world's time.
+    pub fn now(&self) -> SimTime {
+        self.world.now
+    }
+
+    /// Hardware events delivered so far.
+    pub fn events(&self) -> u64 {
+        self.world.events()
+    }
+
+    /// Chrome trace-event JSON of the hardware, if the job records a trace.
+    pub fn trace_json(&self) -> Option<String> {
+        self.world.trace.as_ref().map(|t| t.to_json())
+    }
+
+    /// Whether `rank` runs its program (it may make a request).
+    pub fn is_running(&self, rank: u32) -> bool {
+        matches!(self.slots.get(rank as usize), Some(Slot::Running))
+    }
+
+    /// Rank `rank` makes request `op` at the world's time; its answer is ready at once or when
+    /// the world reaches the time its condition holds.
+    ///
+    /// # Errors
+    /// The rank is not running its program (finished, or already waiting).
+    pub fn submit(&mut self, rank: u32, op: Op) -> Result<(), FabricError> {
+        if !self.is_running(rank) {
+            let detail = format!("rank {rank} is not running");
+            return Err(FabricError::with_detail(TcaError::NotInitialized, detail));
+        }
+        let op_text = op.describe();
+        let gather = match &op {
+            Op::Allgather { bytes } => Some(bytes.clone()),
+            _ => None,
+        };
+        self.slots[rank as usize] = match self.world.submit(rank as u16, op) {
+            Submitted::Done(answer) => Slot::Ready(answer),
+            Submitted::Wait(wait) => Slot::Waiting { op_text, wait, deadline: None, gather },
+        };
+        Ok(())
+    }
+
+    /// Whether `rank`'s answer is ready.
+    pub fn has_answer(&self, rank: u32) -> bool {
+        matches!(self.slots.get(rank as usize), Some(Slot::Ready(_)))
+    }
+
+    /// Ranks whose answer is ready.
+    pub fn answered(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().enumerate().filter(|(_, s)| matches!(s, Slot::Ready(_))).map(|(r, _)| r as u32)
+    }
+
+    /// Takes `rank`'s ready answer; the rank runs its program again.
+    pub fn take_answer(&mut self, rank: u32) -> Option<Result<Reply, FabricError>> {
+        let slot = self.slots.get_mut(rank as usize)?;
+        if !matches!(slot, Slot::Ready(_)) {
+            return None;
+        }
+        match std::mem::replace(slot, Slot::Running) {
+            Slot::Ready(answer) => Some(answer),
+            _ => unreachable!("checked just above"),
+        }
+    }
+
+    /// Rank `rank`'s program has returned (or failed); later requests of it fail.
+    pub fn finish(&mut self, rank: u32) {
+        if let Some(slot) = self.slots.get_mut(rank as usize) {
+            *slot = Slot::Finished;
+        }
+    }
+
+    /// Whether every rank has finished.
+    pub fn all_finished(&self) -> bool {
+        self.slots.iter().all(|s| matches!(s, Slot::Finished))
+    }
+
+    /// No rank runs its program and none has an answer to pick up: only the world can move.
+    pub fn idle(&self) -> bool {
+        !self.slots.iter().any(|s| matches!(s, Slot::Running | Slot::Ready(_)))
+    }
+
+    /// Answers the waits whose condition holds at the world's time.
+    pub fn settle(&mut self) {
+        self.release_collectives();
+        let now = self.world.now;
+        for slot in &mut self.slots {
+            let Slot::Waiting { wait, deadline, .. } = slot else { continue };
+            if deadline.is_none() {
+                match self.world.ready_at(wait) {
+                    Some(Ok(t)) => *deadline = Some(t),
+                    Some(Err(e)) => *slot = Slot::Ready(Err(e)),
+                    None => {}
+                }
+            }
+            if let Slot::Waiting { deadline: Some(d), .. } = slot {
+                if *d <= now {
+                    *slot = Slot::Ready(Ok(Reply::Unit));
+                }
+            }
+        }
+    }
+
+    /// The earliest time at which something happens without a new request: a hardware event
+    /// or a wait's deadline; `None` when nothing ever will.
+    pub fn next_wake(&self) -> Option<SimTime> {
+        let deadline = self
+            .slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Waiting { deadline, .. } => *deadline,
+                _ => None,
+            })
+            .min();
+        match (deadline, self.world.next_event()) {
+            (Some(d), Some(e)) => Some(d.min(e)),
+            (d, e) => d.or(e),
+        }
+    }
+
+    /// Moves to [`Scheduler::next_wake`]: runs the next hardware event, or jumps to the next
+    /// deadline when it comes first (a deadline wins a tie), then settles the waits. Returns
+    /// `false` when nothing is left to happen.
+    pub fn step(&mut self) -> bool {
+        let deadline = self
+            .slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Waiting { deadline, .. } => *deadline,
+                _ => None,
+            })
+            .min();
+        match (deadline, self.world.next_event()) {
+            (Some(d), Some(e)) if e < d => self.step_event(),
+            (Some(d), _) => self.world.advance_to(d.max(self.world.now)),
+            (None, Some(_)) => self.step_event(),
+            (None, None) => return false,
+        }
+        self.settle();
+        true
+    }
+
+    /// Runs everything due up to time `t`, then moves the world's clock to `t` (if later).
+    pub fn run_until(&mut self, t: SimTime) {
+        self.settle();
+        while self.next_wake().is_some_and(|w| w <= t) {
+            self.step();
+        }
+        if t > self.world.now {
+            self.world.advance_to(t);
+            self.settle();
+        }
+    }
+
+    /// Runs one hardware event; a failure of the model ends every wait with it.
+    fn step_event(&mut self) {
+        if let Err(e) = self.world.step() {
+            for slot in &mut self.slots {
+                if let Slot::Waiting { .. } = slot {
+                    *slot = Slot::Ready(Err(e.clone()));
+                }
+            }
+        }
+    }
+
+    /// A barrier or allgather completes when every rank that has not finished is in it.
+    fn release_collectives(&mut self) {
+        let in_collective = |s: &Slot| matches!(s, Slot::Waiting { wait: Wait::Collective, .. });
+        let waiting = self.slots.iter().filter(|s| in_collective(s)).count();
+        if waiting == 0 || waiting < self.slots.len() {
+            return;
+        }
+        let gathered: Vec<Vec<u8>> = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Waiting { gather, .. } => gather.clone().unwrap_or_default(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let gathers = self.slots.iter().filter(|s| matches!(s, Slot::Waiting { gather: Some(_), .. })).count();
+        let mismatch = (gathers != 0 && gathers != waiting) || gathered.windows(2).any(|w| w[0].len() != w[1].len());
+        for slot in &mut self.slots {
+            if let Slot::Waiting { gather, .. } = slot {
+                let reply = match gather {
+                    _ if mismatch => Err(FabricError::with_detail(
+                        TcaError::OutOfBounds,
+                        "collective mismatch: ranks called tcaBarrier and tcaAllgather, or passed different sizes",
+                    )),
+                    Some(_) => Ok(Reply::Gathered(gathered.clone())),
+                    None => Ok(Reply::Unit),
+                };
+                *slot = Slot::Ready(reply);
+            }
+        }
+    }
+
+    /// What each rank does now, for a deadlock report: "rank 0 waits for tcaWaitDMAC(channel
+    /// 0); rank 1 has finished; ...". `outside` names what a rank that is not in a TCA call
+    /// is doing (the thread driver knows it runs; a driver inside MPI knows it is in MPI).
+    pub fn describe(&self, outside: &str) -> String {
+        self.slots
+            .iter()
+            .enumerate()
+            .map(|(rank, s)| match s {
+                Slot::Waiting { op_text, .. } => format!("rank {rank} waits for {op_text}"),
+                Slot::Finished => format!("rank {rank} has finished"),
+                _ => format!("rank {rank} {outside}"),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Nothing can change any more: every waiting rank gets [`TcaError::Deadlock`] naming what
+    /// each rank waits for (see [`Scheduler::describe`]).
+    pub fn deadlock(&mut self, outside: &str) {
+        let detail = format!("at {}: {}", self.world.now, self.describe(outside));
+        for slot in &mut self.slots {
+            if let Slot::Waiting { .. } = slot {
+                *slot = Slot::Ready(Err(FabricError::with_detail(TcaError::Deadlock, detail.clone())));
+            }
+        }
+    }
+}
