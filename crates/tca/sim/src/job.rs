@@ -57,6 +57,25 @@ impl SimJob {
         }
     }
 
+    /// Ranks of the job.
+    pub fn ranks(&self) -> u32 {
+        self.lock().scheduler.ranks()
+    }
+
+    /// Rank `rank`'s program has returned (or failed); later calls of it fail.
+    pub fn finish(&self, rank: u32) {
+        let mut st = self.lock();
+        if rank >= st.scheduler.ranks() {
+            return;
+        }
+        st.submitted[rank as usize] = None;
+        st.scheduler.finish(rank);
+        if st.idle() && !st.scheduler.all_finished() {
+            st.advance();
+        }
+        self.wake_ready(&st);
+    }
+
     /// The simulated time now.
     pub fn now(&self) -> SimTime {
         self.lock().scheduler.now()
@@ -75,7 +94,11 @@ impl SimJob {
 
 impl Driver for SimJob {
     fn ranks(&self) -> u32 {
-        self.lock().scheduler.ranks()
+        SimJob::ranks(self)
+    }
+
+    fn finish(&self, rank: u32) {
+        SimJob::finish(self, rank);
     }
 
     fn call(&self, rank: u32, op: Op) -> Result<Reply, FabricError> {
@@ -97,19 +120,6 @@ impl Driver for SimJob {
             st = self.wake[rank as usize].wait(st).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
     }
-
-    fn finish(&self, rank: u32) {
-        let mut st = self.lock();
-        if rank >= st.scheduler.ranks() {
-            return;
-        }
-        st.submitted[rank as usize] = None;
-        st.scheduler.finish(rank);
-        if st.idle() && !st.scheduler.all_finished() {
-            st.advance();
-        }
-        self.wake_ready(&st);
-    }
 }
 
 impl State {
@@ -117,16 +127,14 @@ impl State {
     /// answer to pick up: only the world can move.
     fn idle(&self) -> bool {
         (0..self.scheduler.ranks()).all(|r| {
-            self.submitted[r as usize].is_some()
-                || !(self.scheduler.is_running(r) || self.scheduler.has_answer(r))
+            self.submitted[r as usize].is_some() || !(self.scheduler.is_running(r) || self.scheduler.has_answer(r))
         })
     }
 
     /// Takes new requests in rank order, then runs the world until some rank can continue.
     fn advance(&mut self) {
-        let requests: VecDeque<(u32, Op)> = (0..self.scheduler.ranks())
-            .filter_map(|r| self.submitted[r as usize].take().map(|op| (r, op)))
-            .collect();
+        let requests: VecDeque<(u32, Op)> =
+            (0..self.scheduler.ranks()).filter_map(|r| self.submitted[r as usize].take().map(|op| (r, op))).collect();
         for (rank, op) in requests {
             self.scheduler.submit(rank, op).expect("a running rank");
         }

@@ -23,10 +23,10 @@ mod world;
 pub use job::SimJob;
 pub use rank::SimRank;
 pub use scheduler::Scheduler;
-pub use world::{Op, Reply};
 use std::sync::Arc;
 use tca_model::platform::Platform;
 use tca_proto::FabricError;
+pub use world::{Op, Reply};
 
 /// What carries out the requests of a job's ranks on its [`Scheduler`] against a clock: one
 /// thread per rank ([`SimJob`]) or the actors of another simulator (crate `tca-smpi`).
