@@ -2,6 +2,10 @@
 //!
 //! - `shm` (the default, also when `TCA_FABRIC` is unset or empty): the shared-memory fabric,
 //!   one rank per process ([`tca_shm::ShmFabric`]); it is kept for the whole process.
+//! - `smpi`: the simulator inside SimGrid SMPI (a C program built with `tca cc` and started
+//!   with `tca run --fabric sim`): every MPI rank is a SimGrid actor of this one process, and
+//!   `tcaInit` gives the calling actor its rank of the simulated job ([`tca_smpi::join`]);
+//!   later calls of that actor use it.
 //! - any other name: a fabric that the program embedding this library registered under that
 //!   name with [`set_fabric_factory`] before `tcaInit`. Its factory is called on the thread
 //!   that calls `tcaInit` and builds that thread's rank (the simulator runs each rank of a C
@@ -22,12 +26,17 @@ pub type FabricFactory = dyn Fn() -> FabricResult<Box<dyn Fabric>> + Send + Sync
 
 /// The name of the built-in shared-memory fabric (and the default of `TCA_FABRIC`).
 pub const SHM: &str = "shm";
+/// The name of the built-in simulator inside SimGrid SMPI.
+pub const SMPI: &str = "smpi";
 
 /// The process's shm fabric, once `tcaInit` built it.
 static PROCESS: OnceLock<Box<dyn Fabric>> = OnceLock::new();
 /// Serialises `tcaInit` of the process fabric.
 static INIT: Mutex<()> = Mutex::new(());
 static FACTORIES: Mutex<Vec<(String, Arc<FabricFactory>)>> = Mutex::new(Vec::new());
+/// The ranks of an SMPI program by SimGrid actor. A rank's fabric is cloned out before it is
+/// used: a call may block in SimGrid, which then runs other actors on this same thread.
+static ACTORS: Mutex<Vec<(i64, Arc<dyn Fabric>)>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// The rank of this thread, on a registered fabric.
@@ -67,7 +76,7 @@ pub fn set_fabric_factory(
     name: &str,
     factory: impl Fn() -> FabricResult<Box<dyn Fabric>> + Send + Sync + 'static,
 ) -> Result<(), RegisterError> {
-    if name == SHM || name.trim().is_empty() {
+    if name == SHM || name == SMPI || name.trim().is_empty() {
         return Err(RegisterError(format!("fabric name {name:?} is reserved or empty")));
     }
     let mut all = FACTORIES.lock().unwrap_or_else(|e| e.into_inner());
@@ -83,10 +92,35 @@ fn say(line: String) {
     let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
-/// The fabric names `TCA_FABRIC` may take in this process: `shm`, then the registered ones.
+/// The fabric names `TCA_FABRIC` may take in this process: `shm`, `smpi`, then the registered
+/// ones.
 pub fn fabric_names() -> Vec<String> {
     let all = FACTORIES.lock().unwrap_or_else(|e| e.into_inner());
-    std::iter::once(SHM.to_string()).chain(all.iter().map(|(n, _)| n.clone())).collect()
+    [SHM, SMPI].into_iter().map(String::from).chain(all.iter().map(|(n, _)| n.clone())).collect()
+}
+
+/// The calling SMPI rank's fabric, if it joined.
+fn actor_fabric() -> Option<Arc<dyn Fabric>> {
+    let actors = ACTORS.lock().unwrap_or_else(|e| e.into_inner());
+    if actors.is_empty() {
+        return None;
+    }
+    let me = tca_smpi::caller()?;
+    actors.iter().find(|(pid, _)| *pid == me).map(|(_, f)| Arc::clone(f))
+}
+
+/// `tcaInit` on the `smpi` fabric.
+fn init_smpi() -> Result<(), CErr> {
+    if actor_fabric().is_some() {
+        return Ok(());
+    }
+    let rank = tca_smpi::join().map_err(|e| {
+        say(format!("tcaInit: {e}"));
+        CErr::from(e)
+    })?;
+    let me = tca_smpi::caller().ok_or(CErr::Tca(TcaError::NotInitialized))?;
+    ACTORS.lock().unwrap_or_else(|e| e.into_inner()).push((me, Arc::new(rank)));
+    Ok(())
 }
 
 fn factory(name: &str) -> Option<Arc<FabricFactory>> {
@@ -97,6 +131,9 @@ fn factory(name: &str) -> Option<Arc<FabricFactory>> {
 /// `tcaInit` for the fabric `name` (`TCA_FABRIC`, or `shm` when unset). A second call while
 /// the rank is in the job does nothing.
 pub(crate) fn init(name: &str) -> Result<(), CErr> {
+    if name == SMPI {
+        return init_smpi();
+    }
     if PROCESS.get().is_some() || THREAD.with(|t| t.borrow().is_some()) {
         // A second tcaInit is harmless while the job runs; after tcaFinalize the shm rank
         // cannot join again (its job's segments are gone).
@@ -147,6 +184,9 @@ pub(crate) fn with_fabric<T>(f: impl FnOnce(&dyn Fabric) -> Result<T, CErr>) -> 
     if let Some(p) = PROCESS.get() {
         return f(p.as_ref());
     }
+    if let Some(rank) = actor_fabric() {
+        return f(rank.as_ref());
+    }
     THREAD.with(|t| match t.borrow().as_deref() {
         Some(fabric) => f(fabric),
         None => Err(CErr::Tca(TcaError::NotInitialized)),
@@ -157,6 +197,11 @@ pub(crate) fn with_fabric<T>(f: impl FnOnce(&dyn Fabric) -> Result<T, CErr>) -> 
 pub(crate) fn finalize() -> Result<(), CErr> {
     if let Some(p) = PROCESS.get() {
         return Ok(p.finalize()?);
+    }
+    if let Some(rank) = actor_fabric() {
+        let me = tca_smpi::caller();
+        ACTORS.lock().unwrap_or_else(|e| e.into_inner()).retain(|(pid, _)| Some(*pid) != me);
+        return Ok(rank.finalize()?);
     }
     let fabric = THREAD.with(|t| t.borrow_mut().take()).ok_or(CErr::Tca(TcaError::NotInitialized))?;
     Ok(fabric.finalize()?)

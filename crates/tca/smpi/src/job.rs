@@ -1,0 +1,234 @@
+//! A simulated job whose ranks are the MPI ranks of an SMPI program (SimGrid actors of one
+//! process, run one at a time), on SimGrid's clock.
+//!
+//! The world never runs ahead of SimGrid's clock, since any rank may make a request at any
+//! later time. A model actor (a daemon SimGrid actor) sleeps until the next time something
+//! happens in the world without a new request ([`Scheduler::next_wake`]), runs the world to
+//! that time and wakes the ranks whose answers are ready. A rank making a request first brings
+//! the world to the clock, submits, and wakes the model actor, which takes the new events into
+//! account; a rank waiting for its answer sleeps on its own semaphore. So MPI (SimGrid's
+//! network model) and TCA (our model) traffic interleave on one virtual time.
+//!
+//! Semaphores, not condition variables: a release is never lost, and they need no SimGrid
+//! mutex (SimGrid 3.32's `sg_cond_wait_for` takes the mutex a second time). No Rust lock is
+//! held across a SimGrid call, since SimGrid may run another actor on this thread inside it.
+//!
+//! SimGrid rounds its clock to `surf/precision` (1 ns under smpirun): a wake-up that falls
+//! within that of its target counts as the target, and the world may run ahead of the clock
+//! by less than it.
+
+use crate::simgrid::{Opaque, SimGrid};
+use base::SimTime;
+use std::ffi::{c_char, c_int};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use tca_proto::FabricError;
+use tca_sim::{Driver, Op, Reply, Scheduler};
+
+/// SimGrid's clock precision under smpirun (its `surf/precision` of 1e-9 s), in picoseconds.
+const CLOCK_PRECISION_PS: u64 = 1000;
+
+/// The SimGrid semaphores of the job (`sg_sem_t`).
+struct Semaphores {
+    model: Opaque,
+    ranks: Vec<Opaque>,
+}
+
+// SAFETY: SimGrid semaphores are used only through SimGrid's calls.
+unsafe impl Send for Semaphores {}
+unsafe impl Sync for Semaphores {}
+
+/// Everything the actors share, behind one Rust lock.
+struct State {
+    scheduler: Scheduler,
+    /// Ranks asleep on their semaphore.
+    asleep: Vec<bool>,
+    /// The model actor has a release pending (it will look at the world again).
+    model_poked: bool,
+    /// Wall-clock start, for events/s.
+    started: std::time::Instant,
+}
+
+type OnEnd = Box<dyn Fn(&Scheduler, std::time::Duration) + Send + Sync>;
+
+/// A TCA job inside SimGrid SMPI (see the module documentation).
+pub struct SmpiJob {
+    sg: &'static SimGrid,
+    sems: Semaphores,
+    state: Mutex<State>,
+    /// Called once when every rank has finished (trace file, statistics).
+    on_end: OnEnd,
+}
+
+impl SmpiJob {
+    /// A job of `ranks` ranks and its semaphores. Must be called by an actor of the running
+    /// simulation.
+    pub(crate) fn new(sg: &'static SimGrid, scheduler: Scheduler, on_end: OnEnd) -> Arc<SmpiJob> {
+        let ranks = scheduler.ranks();
+        // SAFETY: SimGrid calls made by an actor of the running simulation.
+        let sems =
+            unsafe { Semaphores { model: (sg.sem_init)(0), ranks: (0..ranks).map(|_| (sg.sem_init)(0)).collect() } };
+        let state = State {
+            scheduler,
+            asleep: vec![false; ranks as usize],
+            model_poked: false,
+            started: std::time::Instant::now(),
+        };
+        Arc::new(SmpiJob { sg, sems, state: Mutex::new(state), on_end })
+    }
+
+    /// Starts the job's model actor on the calling actor's host (once per process).
+    pub(crate) fn start_model(self: &Arc<Self>) {
+        if MODEL.set(self.clone()).is_err() {
+            return;
+        }
+        // SAFETY: a SimGrid call from an actor; the name is NUL-terminated and the actor takes
+        // no arguments.
+        unsafe {
+            let host = (self.sg.host_self)();
+            let actor = (self.sg.actor_create)(c"tca-model".as_ptr(), host, model_actor, 0, std::ptr::null());
+            (self.sg.actor_daemonize)(actor);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// SimGrid's clock in picoseconds.
+    fn clock(&self) -> SimTime {
+        // SAFETY: reads SimGrid's clock.
+        let s = unsafe { (self.sg.get_clock)() };
+        SimTime::from_ps((s * 1e12).round() as u64)
+    }
+
+    /// What each rank does now, for a deadlock report.
+    pub(crate) fn describe(&self) -> String {
+        let st = self.lock();
+        format!("at {}: {}", st.scheduler.now(), st.scheduler.describe("is not in a TCA call (in MPI, or running)"))
+    }
+
+    /// After a change of the world: ends a deadlock that involves only TCA (every rank waits
+    /// in a TCA call and nothing in the world can answer one), and returns the semaphores to
+    /// release: the sleeping ranks whose answer is ready, and the model actor's if `poke` and
+    /// it has none pending.
+    fn after_change(&self, st: &mut State, poke: bool) -> Vec<Opaque> {
+        let s = &mut st.scheduler;
+        if s.idle() && s.next_wake().is_none() && !s.all_finished() {
+            s.deadlock("has finished or is not in a TCA call");
+        }
+        let mut wake = Vec::new();
+        for rank in st.scheduler.answered().collect::<Vec<_>>() {
+            if std::mem::take(&mut st.asleep[rank as usize]) {
+                wake.push(self.sems.ranks[rank as usize]);
+            }
+        }
+        if poke && !std::mem::replace(&mut st.model_poked, true) {
+            wake.push(self.sems.model);
+        }
+        wake
+    }
+
+    fn release(&self, sems: Vec<Opaque>) {
+        for sem in sems {
+            // SAFETY: a SimGrid call from an actor, on a semaphore of this job.
+            unsafe { (self.sg.sem_release)(sem) };
+        }
+    }
+
+    /// The model actor's loop (see the module documentation).
+    fn model(&self) {
+        let mut target: Option<SimTime> = None;
+        loop {
+            let (wake, sleep) = {
+                let mut st = self.lock();
+                st.model_poked = false;
+                let clock = self.clock();
+                let now = match target {
+                    Some(t) if clock.as_ps() + CLOCK_PRECISION_PS >= t.as_ps() => t.max(clock),
+                    _ => clock,
+                };
+                st.scheduler.run_until(now);
+                let wake = self.after_change(&mut st, false);
+                if st.scheduler.all_finished() {
+                    drop(st);
+                    self.release(wake);
+                    return;
+                }
+                target = st.scheduler.next_wake();
+                (wake, target.map(|t| t.as_ps().saturating_sub(st.scheduler.now().as_ps()) as f64 * 1e-12))
+            };
+            self.release(wake);
+            // SAFETY: SimGrid calls from the model actor on its semaphore.
+            unsafe {
+                match sleep {
+                    Some(dt) => {
+                        (self.sg.sem_acquire_timeout)(self.sems.model, dt);
+                    }
+                    None => (self.sg.sem_acquire)(self.sems.model),
+                }
+            }
+        }
+    }
+}
+
+/// The job whose model actor runs (one per process: SimGrid starts an actor with a plain C
+/// function).
+static MODEL: OnceLock<Arc<SmpiJob>> = OnceLock::new();
+
+/// No `catch_unwind`: SimGrid ends a daemon actor by throwing a C++ exception through it,
+/// which must reach SimGrid again; the model does not panic on its own (its errors are
+/// answers to the ranks).
+extern "C-unwind" fn model_actor(_argc: c_int, _argv: *mut *mut c_char) {
+    if let Some(job) = MODEL.get() {
+        job.model();
+    }
+}
+
+impl Driver for SmpiJob {
+    fn ranks(&self) -> u32 {
+        self.lock().scheduler.ranks()
+    }
+
+    fn call(&self, rank: u32, op: Op) -> Result<Reply, FabricError> {
+        let (answer, wake) = {
+            let mut st = self.lock();
+            let clock = self.clock();
+            st.scheduler.run_until(clock);
+            st.scheduler.submit(rank, op)?;
+            st.scheduler.settle();
+            let answer = st.scheduler.take_answer(rank);
+            if answer.is_none() {
+                st.asleep[rank as usize] = true;
+            }
+            // The request may have changed when the world next moves.
+            (answer, self.after_change(&mut st, true))
+        };
+        self.release(wake);
+        if let Some(answer) = answer {
+            return answer;
+        }
+        loop {
+            // SAFETY: a SimGrid call from the rank's actor on its own semaphore.
+            unsafe { (self.sg.sem_acquire)(self.sems.ranks[rank as usize]) };
+            if let Some(answer) = self.lock().scheduler.take_answer(rank) {
+                return answer;
+            }
+        }
+    }
+
+    fn finish(&self, rank: u32) {
+        let wake = {
+            let mut st = self.lock();
+            if rank >= st.scheduler.ranks() {
+                return;
+            }
+            st.scheduler.finish(rank);
+            st.scheduler.settle();
+            if st.scheduler.all_finished() {
+                (self.on_end)(&st.scheduler, st.started.elapsed());
+            }
+            self.after_change(&mut st, true)
+        };
+        self.release(wake);
+    }
+}

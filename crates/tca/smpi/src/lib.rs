@@ -1,0 +1,124 @@
+//! The TCA API inside SimGrid SMPI: a C program compiled with `tca cc` and started with
+//! `tca run --fabric sim` runs its MPI ranks as SimGrid actors of one process (SMPI); with
+//! `TCA_FABRIC=smpi` its TCA calls go to one simulated TCA job ([`tca_sim::Scheduler`]) on
+//! SimGrid's clock, so MPI_Wtime, MPI traffic and TCA traffic share one virtual time (module
+//! `job`).
+//!
+//! Settings, from the environment `tca run` prepares:
+//! - `TCA_PLATFORM`: the platform file (TOML) of the simulated TCA hardware;
+//! - `TCA_TRACE`: write the hardware's Chrome trace-event JSON there when the job ends;
+//! - `TCA_SIM_STATS`: print one line of statistics on stderr when the job ends (virtual time,
+//!   hardware events, events per wall-clock second).
+
+#![warn(missing_docs)]
+
+mod job;
+mod simgrid;
+
+use job::SmpiJob;
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex};
+use tca_model::platform::Platform;
+use tca_proto::{FabricError, FabricResult, TcaError};
+use tca_sim::{Scheduler, SimRank};
+
+/// The job of this process, created by the first rank that joins.
+static JOB: Mutex<Option<Arc<SmpiJob>>> = Mutex::new(None);
+
+fn error(detail: impl Into<String>) -> FabricError {
+    FabricError::with_detail(TcaError::NotInitialized, detail)
+}
+
+/// The calling SimGrid actor's id, if this process runs inside SimGrid.
+pub fn caller() -> Option<i64> {
+    let sg = simgrid::simgrid()?;
+    // SAFETY: a SimGrid call; outside an actor SimGrid answers -1 or 0.
+    Some(unsafe { (sg.self_pid)() })
+}
+
+/// This actor's MPI rank and the job's size.
+fn mpi_rank(sg: &simgrid::SimGrid) -> FabricResult<(u32, u32)> {
+    let (mut init, mut rank, mut size): (c_int, c_int, c_int) = (0, -1, 0);
+    // SAFETY: SMPI calls with valid out-pointers; MPI_COMM_WORLD is read after MPI_Init.
+    unsafe {
+        (sg.mpi_initialized)(&mut init);
+        if init == 0 {
+            return Err(error("tcaInit inside SMPI needs MPI_Init first (the TCA job is the MPI job)"));
+        }
+        let world = *sg.comm_world;
+        (sg.mpi_comm_rank)(world, &mut rank);
+        (sg.mpi_comm_size)(world, &mut size);
+    }
+    match (u32::try_from(rank), u32::try_from(size)) {
+        (Ok(r), Ok(n)) if r < n => Ok((r, n)),
+        _ => Err(error(format!("MPI gave rank {rank} of {size}"))),
+    }
+}
+
+fn load_platform() -> FabricResult<Platform> {
+    let path = std::env::var("TCA_PLATFORM")
+        .map_err(|_| error("TCA_PLATFORM is not set: start the program with `tca run --fabric sim`"))?;
+    Platform::load(std::path::Path::new(&path)).map_err(|e| error(format!("TCA_PLATFORM={path}: {e}")))
+}
+
+/// What the job does when its last rank finishes: the trace file and the statistics line.
+fn on_end(scheduler: &Scheduler, wall: std::time::Duration) {
+    if let Ok(path) = std::env::var("TCA_TRACE") {
+        let json = scheduler.trace_json().unwrap_or_default();
+        if let Err(e) = std::fs::write(&path, json) {
+            eprintln!("tca: cannot write the trace {path}: {e}");
+        }
+    }
+    if std::env::var_os("TCA_SIM_STATS").is_some() {
+        let events = scheduler.events();
+        let rate = events as f64 / wall.as_secs_f64().max(1e-9);
+        eprintln!(
+            "tca: simulated TCA fabric: {} ranks, virtual time {}, {events} hardware events in {:.3} s wall ({rate:.0} events/s)",
+            scheduler.ranks(),
+            scheduler.now(),
+            wall.as_secs_f64()
+        );
+    }
+}
+
+/// `tcaInit` of the calling MPI rank inside SMPI: its rank of the process's TCA job (created
+/// by the first rank that joins, on `TCA_PLATFORM`, one node per MPI rank).
+///
+/// # Errors
+/// Not inside SimGrid SMPI, MPI not initialised, no or a bad platform, more ranks than the
+/// platform has nodes.
+pub fn join() -> FabricResult<SimRank> {
+    let sg = simgrid::simgrid().ok_or_else(|| {
+        error("TCA_FABRIC=smpi needs a program built with `tca cc` and started with `tca run --fabric sim`")
+    })?;
+    let (rank, size) = mpi_rank(sg)?;
+    // No Rust lock is held across a SimGrid call: SimGrid may run another rank's actor on this
+    // thread inside it.
+    let existing = JOB.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let job = match existing {
+        Some(job) => job,
+        None => {
+            let platform = load_platform()?;
+            let trace = std::env::var_os("TCA_TRACE").is_some();
+            let job = SmpiJob::new(sg, Scheduler::new(&platform, size, trace)?, Box::new(on_end));
+            let mut slot = JOB.lock().unwrap_or_else(|e| e.into_inner());
+            match slot.as_ref() {
+                Some(first) => first.clone(),
+                None => {
+                    *slot = Some(job.clone());
+                    drop(slot);
+                    job.start_model();
+                    job
+                }
+            }
+        }
+    };
+    SimRank::new(job, rank)
+}
+
+/// What every rank of the job is doing, for a deadlock that SimGrid detected (MPI and TCA
+/// waits together); `None` outside a job.
+pub fn deadlock_report() -> Option<String> {
+    let job = JOB.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    Some(job.describe())
+}

@@ -1,0 +1,67 @@
+//! The few SimGrid and SMPI functions the bridge calls, found at run time in the process
+//! (`dlsym`): libtca does not link SimGrid, it only uses it when an SMPI program loaded both.
+//! Signatures from SimGrid 3.32's `simgrid/actor.h`, `semaphore.h`, `host.h`,
+//! `engine.h` and `smpi/smpi.h`.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::OnceLock;
+
+/// `sg_sem_t`, `sg_host_t`, `sg_actor_t`, `MPI_Comm`: opaque pointers.
+pub type Opaque = *mut c_void;
+
+/// `xbt_main_func_t`.
+pub type ActorMain = extern "C-unwind" fn(c_int, *mut *mut c_char);
+
+fn symbol(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks the symbol up.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// Declares [`SimGrid`] with one field per function and its loader.
+macro_rules! functions {
+    ($($(#[$doc:meta])* $field:ident = $symbol:literal: $ty:ty,)*) => {
+        /// The resolved functions (see the module documentation).
+        pub struct SimGrid {
+            $($(#[$doc])* pub $field: $ty,)*
+            /// `MPI_COMM_WORLD`, a variable of libsimgrid.
+            pub comm_world: *const Opaque,
+        }
+
+        fn load() -> Option<SimGrid> {
+            Some(SimGrid {
+                // SAFETY: each symbol has the C signature of its field (module documentation).
+                $($field: unsafe { std::mem::transmute::<*mut c_void, $ty>(symbol($symbol)?) },)*
+                comm_world: symbol(c"MPI_COMM_WORLD")?.cast(),
+            })
+        }
+    };
+}
+
+functions! {
+    get_clock = c"simgrid_get_clock": unsafe extern "C" fn() -> f64,
+    self_pid = c"sg_actor_self_get_pid": unsafe extern "C" fn() -> i64,
+    sem_init = c"sg_sem_init": unsafe extern "C" fn(c_int) -> Opaque,
+    /// Blocking calls may unwind: SimGrid ends a blocked actor (a daemon at the end of the
+    /// simulation) by throwing through its stack.
+    sem_acquire = c"sg_sem_acquire": unsafe extern "C-unwind" fn(Opaque),
+    sem_acquire_timeout = c"sg_sem_acquire_timeout": unsafe extern "C-unwind" fn(Opaque, f64) -> c_int,
+    sem_release = c"sg_sem_release": unsafe extern "C-unwind" fn(Opaque),
+    host_self = c"sg_host_self": unsafe extern "C" fn() -> Opaque,
+    actor_create = c"sg_actor_create_":
+        unsafe extern "C-unwind" fn(*const c_char, Opaque, ActorMain, c_int, *const *const c_char) -> Opaque,
+    actor_daemonize = c"sg_actor_daemonize": unsafe extern "C" fn(Opaque),
+    mpi_initialized = c"MPI_Initialized": unsafe extern "C" fn(*mut c_int) -> c_int,
+    mpi_comm_rank = c"MPI_Comm_rank": unsafe extern "C" fn(Opaque, *mut c_int) -> c_int,
+    mpi_comm_size = c"MPI_Comm_size": unsafe extern "C" fn(Opaque, *mut c_int) -> c_int,
+}
+
+// SAFETY: function pointers and the address of a process-wide variable.
+unsafe impl Send for SimGrid {}
+unsafe impl Sync for SimGrid {}
+
+/// SimGrid's functions if this process runs inside SimGrid SMPI.
+pub fn simgrid() -> Option<&'static SimGrid> {
+    static SG: OnceLock<Option<SimGrid>> = OnceLock::new();
+    SG.get_or_init(load).as_ref()
+}
