@@ -190,9 +190,9 @@ impl State {
                     None => {}
                 }
             }
-            if let Slot::Waiting { deadline: Some(d), .. } = slot {
+            if let Slot::Waiting { wait, deadline: Some(d), .. } = slot {
                 if *d <= now {
-                    *slot = Slot::Ready(Ok(Reply::Unit));
+                    *slot = Slot::Ready(self.world.finish(wait));
                 }
             }
         }
