@@ -29,6 +29,8 @@ extern "C" {
 
 /* ---- results ---- */
 
+/* The published API gives TCA_SUCCESS; the TCA_ERROR_* names and codes are this library's
+ * (an extension; programs compare with TCA_SUCCESS and print tcaGetErrorString). */
 typedef int tcaresult;
 
 #define TCA_SUCCESS 0
