@@ -66,8 +66,8 @@ int main(int argc, char **argv)
     CHECK(tcaDescFree(d));
     CHECK(tcaDestroyHandle(&sh));
     CHECK(tcaDestroyHandle(&rh));
-    CHECK(tcaFree(send));
-    CHECK(tcaFree(recv));
+    CHECK(tcaFree(send, tcaMemoryCPU));
+    CHECK(tcaFree(recv, tcaMemoryCPU));
     free(all);
     ex_end();
     return 0;

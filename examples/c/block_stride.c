@@ -67,7 +67,7 @@ int main(int argc, char **argv)
                n, EX_LAUNCHER, iters, NY, width, us);
     CHECK(tcaDescFree(d));
     CHECK(tcaDestroyHandle(&h));
-    CHECK(tcaFree(grid));
+    CHECK(tcaFree(grid, tcaMemoryCPU));
     free(all);
     ex_end();
     return 0;

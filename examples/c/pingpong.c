@@ -79,9 +79,9 @@ int main(int argc, char **argv)
                 if ((turn == 0) == sends_first) {
                     if (pio) {
                         CHECK(tcaSendPIO(&pioh, FLAG_BYTES, sbuf, size));
-                        CHECK(tcaSendPIOCommit(&pioh));
+                        CHECK(tcaSendPIOCommit());
                         CHECK(tcaSendPIO(&pioh, 0, &seq, 4));
-                        CHECK(tcaSendPIOCommit(&pioh));
+                        CHECK(tcaSendPIOCommit());
                     } else {
                         CHECK(tcaWaitDMAC(0));
                         CHECK(tcaStartDMADesc(0));
@@ -112,8 +112,8 @@ int main(int argc, char **argv)
     }
     CHECK(tcaDestroyHandle(&sh));
     CHECK(tcaDestroyHandle(&rh));
-    CHECK(tcaFree(sbuf));
-    CHECK(tcaFree(rbuf));
+    CHECK(tcaFree(sbuf, tcaMemoryCPU));
+    CHECK(tcaFree(rbuf, tcaMemoryCPU));
     free(all);
     ex_end();
     return 0;

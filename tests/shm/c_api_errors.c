@@ -53,7 +53,7 @@ static void stale_handles(int me, int n)
     EXPECT(tcaBarrier(), TCA_SUCCESS);
     /* The owners: destroy ha (keeping a), free b without destroying hb, allocate again. */
     EXPECT(tcaDestroyHandle(&ha), TCA_SUCCESS);
-    EXPECT(tcaFree(b), TCA_SUCCESS);
+    EXPECT(tcaFree(b, tcaMemoryCPU), TCA_SUCCESS);
     uint8_t *b2;
     EXPECT(tcaMalloc((void **)&b2, 4096, tcaMemoryCPU), TCA_SUCCESS);
     if (b2 != b) fprintf(stderr, "rank %d: note: the heap did not reuse the freed block\n", me);
@@ -74,7 +74,7 @@ static void stale_handles(int me, int n)
     tcaDesc *ds = tcaDescNew();
     EXPECT(tcaDescSetMemcpy(ds, &b2s[next], 0, &hs, 0, 4096, 0, 0, 0), TCA_SUCCESS);
     EXPECT(tcaDescSet(ds, 3), TCA_SUCCESS);
-    EXPECT(tcaFree(src), TCA_SUCCESS);
+    EXPECT(tcaFree(src, tcaMemoryCPU), TCA_SUCCESS);
     EXPECT(tcaStartDMADesc(3), TCA_ERROR_INVALID_HANDLE);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
     for (int i = 0; i < 4096; i++) {
@@ -88,8 +88,8 @@ static void stale_handles(int me, int n)
     EXPECT(tcaDescFree(db), TCA_SUCCESS);
     EXPECT(tcaDescFree(ds), TCA_SUCCESS);
     EXPECT(tcaDestroyHandle(&hb2), TCA_SUCCESS);
-    EXPECT(tcaFree(a), TCA_SUCCESS);
-    EXPECT(tcaFree(b2), TCA_SUCCESS);
+    EXPECT(tcaFree(a, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaFree(b2, tcaMemoryCPU), TCA_SUCCESS);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
     free(as);
     free(bs);
@@ -126,7 +126,7 @@ int main(void)
     EXPECT(tcaCreateHandle(&h, p, 8192, tcaMemoryCPU), TCA_ERROR_INVALID_HANDLE);
     EXPECT(tcaCreateHandle(NULL, p, 64, tcaMemoryCPU), TCA_ERROR_INVALID_ARGUMENT);
     EXPECT(tcaCreateHandle(&h, p, 4096, tcaMemoryGPU), TCA_SUCCESS);
-    EXPECT(tcaFree(stack), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaFree(stack, tcaMemoryCPU), TCA_ERROR_INVALID_HANDLE);
 
     tcaHandle *all = malloc(sizeof(tcaHandle) * n);
     EXPECT(tcaAllgather(&h, all, sizeof(tcaHandle)), TCA_SUCCESS);
@@ -189,14 +189,16 @@ int main(void)
 
     EXPECT(tcaDestroyHandle(&h), TCA_SUCCESS);
     EXPECT(tcaDestroyHandle(&h), TCA_ERROR_INVALID_HANDLE);
-    EXPECT(tcaFree(p), TCA_SUCCESS);
-    EXPECT(tcaFree(p), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaFree(p, tcaMemoryCPU), TCA_ERROR_MEMORY_TYPE_MISMATCH); /* p is a GPU block */
+    EXPECT(tcaFree(p, 7), TCA_ERROR_INVALID_ARGUMENT);
+    EXPECT(tcaFree(p, tcaMemoryGPU), TCA_SUCCESS);
+    EXPECT(tcaFree(p, tcaMemoryGPU), TCA_ERROR_INVALID_HANDLE);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
     EXPECT(tcaFinalize(), TCA_SUCCESS);
     EXPECT(tcaFinalize(), TCA_ERROR_NOT_INITIALIZED);
     EXPECT(tcaMalloc(&p, 64, tcaMemoryCPU), TCA_ERROR_NOT_INITIALIZED);
     EXPECT(tcaSendPIO(&pio, 0, &word, 4), TCA_ERROR_NOT_INITIALIZED);
-    EXPECT(tcaSendPIOCommit(&pio), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaSendPIOCommit(), TCA_ERROR_NOT_INITIALIZED);
     int id = -1, count = -1;
     EXPECT(tcaGetNodeId(&id), TCA_ERROR_NOT_INITIALIZED);
     EXPECT(tcaGetNodeCount(&count), TCA_ERROR_NOT_INITIALIZED);

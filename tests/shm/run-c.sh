@@ -15,6 +15,7 @@ before=$(shm_files)
 flags=$(PKG_CONFIG_PATH=target/release/pkgconfig pkg-config --cflags --libs tca 2>/dev/null ||
     echo "-Icrates/tca/capi/include -Ltarget/release -Wl,-rpath,$PWD/target/release -ltca")
 cc -O2 -Wall -Wextra -Werror -o "$OUT/c_api_errors" tests/shm/c_api_errors.c $flags
+cc -O2 -Wall -Wextra -Werror -o "$OUT/published_api" tests/shm/published_api.c $flags
 
 step() {
     echo "== $*"
@@ -23,6 +24,10 @@ step() {
 
 step $TCA run -n 2 "$OUT/c_api_errors"
 step $TCA run -n 4 "$OUT/c_api_errors"
+# tcaDescSet on a channel whose run is in flight succeeds (it waits for the run).
+for n in 2 4 8; do
+    step $TCA run -n $n "$OUT/published_api"
+done
 
 # Inconsistent wait settings are refused at tcaInit, with the reason, at once.
 echo "== TCA_SPIN_US=30000000 TCA_TIMEOUT_MS=300 $TCA run -n 2 pingpong (must fail)"

@@ -1,8 +1,10 @@
 /*
  * tca-api.h: the TCA user API (C) of tca, implemented by libtca.so.
  *
- * Names, flags and the call sequence follow the published TCA API (SYSTEMS.md §1; seed 001,
- * "TCAアーキテクチャのユーザ利用"). This library runs it on the fabric TCA_FABRIC names (see
+ * Names, signatures, flags and the call sequence follow the published TCA API (SYSTEMS.md §1;
+ * seed 001, "TCAアーキテクチャのユーザ利用") as HA-PACS/TCA programs use it; docs/c-api.md lists
+ * what was checked and the differences left. Calls marked "Extension" are this library's own.
+ * This library runs it on the fabric TCA_FABRIC names (see
  * tcaInit): by default the shm fabric, whose ranks are processes on one host, started by
  * `tca run -n N` or by mpirun (docs/shm-fabric.md).
  *
@@ -16,13 +18,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* off_t */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The version of this library (programs print it). */
+#define TCA_LIB_VERSION "tca 0.1.0"
+
 /* ---- results ---- */
 
+/* The published API gives TCA_SUCCESS; the TCA_ERROR_* names and codes are this library's
+ * (an extension; programs compare with TCA_SUCCESS and print tcaGetErrorString). */
 typedef int tcaresult;
 
 #define TCA_SUCCESS 0
@@ -52,13 +60,14 @@ typedef int tcaresult;
 #define TCA_ERROR_INVALID_ARGUMENT 100      /* a NULL pointer or negative number (C ABI only) */
 #define TCA_ERROR_INTERNAL 101              /* a bug in the library, reported instead of a crash */
 #define TCA_ERROR_UNKNOWN_FABRIC 102        /* TCA_FABRIC names no fabric of this process */
+#define TCA_ERROR_MEMORY_TYPE_MISMATCH 103  /* tcaFree with another type than the block's */
 
 /* One line of English text for a code ("success", "timed out", ...). Never NULL. */
 const char *tcaGetErrorString(tcaresult code);
 
 /* ---- memory types, DMA flags, modes ---- */
 
-enum tcaMemoryType { tcaMemoryCPU = 0, tcaMemoryGPU = 1 };
+typedef enum tcaMemoryType { tcaMemoryCPU = 0, tcaMemoryGPU = 1 } tcaMemoryType;
 
 /* Flags of tcaDescSetMemcpy / tcaDescSetMemcpy2D (bit values are stable). */
 #define tcaDMAUseInternal 0x01       /* descriptor kept in the controller's internal memory */
@@ -71,11 +80,18 @@ enum tcaMemoryType { tcaMemoryCPU = 0, tcaMemoryGPU = 1 };
 /* Extension: how the DMA controller gets the requests (seed 000 §3.5.2). */
 enum tcaDMAMode { tcaDMAModeAuto = 0, tcaDMAModeRegister = 1, tcaDMAModeChaining = 2 };
 
-/* Reduction operators and types of the published API (the collectives are not provided yet). */
-enum tcaOp { TCA_OP_SUM, TCA_OP_PROD, TCA_OP_MAX, TCA_OP_MIN, TCA_OP_BAND, TCA_OP_LAND,
-             TCA_OP_BOR, TCA_OP_LOR, TCA_OP_BXOR, TCA_OP_LXOR };
-enum tcaDataType { TCA_CHAR, TCA_SHORT, TCA_INT, TCA_LONG, TCA_UNSIGNED_CHAR,
-                   TCA_UNSIGNED_SHORT, TCA_UNSIGNED, TCA_UNSIGNED_LONG, TCA_FLOAT, TCA_DOUBLE };
+/* Reduction operators and types of the published API (the collectives are not provided yet).
+ * TCA_OP_NOOP is the last operator. A type's value is its size in bytes << 8 | its index
+ * (programs take the size as type >> 8 and index tables with type & 0xff). */
+typedef enum tcaOp { TCA_OP_SUM, TCA_OP_PROD, TCA_OP_MAX, TCA_OP_MIN, TCA_OP_BAND, TCA_OP_LAND,
+                     TCA_OP_BOR, TCA_OP_LOR, TCA_OP_BXOR, TCA_OP_LXOR, TCA_OP_NOOP } tcaOp;
+typedef enum tcaDataType {
+    TCA_CHAR = 1 << 8 | 0, TCA_SIGNED_CHAR = 1 << 8 | 1, TCA_UNSIGNED_CHAR = 1 << 8 | 2,
+    TCA_BYTE = 1 << 8 | 3, TCA_SHORT = 2 << 8 | 4, TCA_UNSIGNED_SHORT = 2 << 8 | 5,
+    TCA_INT = 4 << 8 | 6, TCA_UNSIGNED = 4 << 8 | 7, TCA_LONG = 8 << 8 | 8,
+    TCA_UNSIGNED_LONG = 8 << 8 | 9, TCA_LONG_LONG = 8 << 8 | 10, TCA_UNSIGNED_LONG_LONG = 8 << 8 | 11,
+    TCA_FLOAT = 4 << 8 | 12, TCA_DOUBLE = 8 << 8 | 13, TCA_LONG_DOUBLE = 16 << 8 | 14
+} tcaDataType;
 
 #define TCA_DMA_CHANNELS 4
 #define TCA_NOTIFY_SLOTS 64
@@ -111,13 +127,14 @@ tcaresult tcaGetNodeCount(int *nodes);
 
 /* Allocates size bytes that peers can reach (64-byte aligned). type: tcaMemoryCPU or
  * tcaMemoryGPU (host memory on the shm fabric). */
-tcaresult tcaMalloc(void **ptr, size_t size, int type);
-/* Frees a tcaMalloc block; every handle inside it stops working on every rank (writes
+tcaresult tcaMalloc(void **ptr, size_t size, tcaMemoryType type);
+/* Frees a tcaMalloc block allocated with the same type (TCA_ERROR_MEMORY_TYPE_MISMATCH
+ * otherwise, and the block stays); every handle inside it stops working on every rank (writes
  * through it return TCA_ERROR_INVALID_HANDLE; so does a later tcaDestroyHandle of it). */
-tcaresult tcaFree(void *ptr);
+tcaresult tcaFree(void *ptr, tcaMemoryType type);
 
 /* Registers size bytes at ptr (inside one tcaMalloc block). */
-tcaresult tcaCreateHandle(tcaHandle *handle, void *ptr, size_t size, int type);
+tcaresult tcaCreateHandle(tcaHandle *handle, void *ptr, size_t size, tcaMemoryType type);
 /* Unregisters a handle of this rank. Any rank's later write through it (tcaStartDMADesc of a
  * chain that uses it, tcaSetPIORegion, tcaSendPIO) returns TCA_ERROR_INVALID_HANDLE. */
 tcaresult tcaDestroyHandle(tcaHandle *handle);
@@ -126,18 +143,21 @@ tcaresult tcaDestroyHandle(tcaHandle *handle);
 
 tcaDesc *tcaDescNew(void); /* NULL when out of memory */
 tcaresult tcaDescFree(tcaDesc *desc);
-/* Appends a copy of size bytes; repeated calls chain. Notification (wait_slot, wait_tag). */
-tcaresult tcaDescSetMemcpy(tcaDesc *desc, const tcaHandle *dst_handle, size_t dst_offset,
-                           const tcaHandle *src_handle, size_t src_offset, size_t size,
+/* Appends a copy of size bytes; repeated calls chain. Notification (wait_slot, wait_tag).
+ * A negative offset gives TCA_ERROR_INVALID_ARGUMENT. */
+tcaresult tcaDescSetMemcpy(tcaDesc *desc, const tcaHandle *dst_handle, off_t dst_offset,
+                           const tcaHandle *src_handle, off_t src_offset, size_t size,
                            int flags, int wait_slot, int wait_tag);
 /* Appends a block-stride copy: count bursts of width bytes, pitches in bytes. */
-tcaresult tcaDescSetMemcpy2D(tcaDesc *desc, const tcaHandle *dst_handle, size_t dst_offset,
-                             size_t dst_pitch, const tcaHandle *src_handle, size_t src_offset,
+tcaresult tcaDescSetMemcpy2D(tcaDesc *desc, const tcaHandle *dst_handle, off_t dst_offset,
+                             size_t dst_pitch, const tcaHandle *src_handle, off_t src_offset,
                              size_t src_pitch, size_t width, size_t count, int flags,
                              int wait_slot, int wait_tag);
 /* Extension: forces register or chaining mode (default: register up to 16 entries). */
 tcaresult tcaDescSetMode(tcaDesc *desc, int mode);
-/* Registers the chain on DMA channel ch (0..3); the channel keeps a copy. */
+/* Registers the chain on DMA channel ch (0..3); the channel keeps a copy. While the channel's
+ * previous run is in flight it first waits for that run to end, as tcaWaitDMAC does
+ * (TCA_ERROR_TIMEOUT after TCA_TIMEOUT_MS on the shm fabric). */
 tcaresult tcaDescSet(tcaDesc *desc, int ch);
 /* Kicks channel ch; tcaWaitDMAC waits until its run is over. TCA_ERROR_INVALID_HANDLE when a
  * handle of the chain was destroyed or freed by its owner since tcaDescSet. */
@@ -152,8 +172,8 @@ tcaresult tcaWaitDMARecvDesc(const tcaHandle *handle, int wait_slot, int wait_ta
 tcaresult tcaSetPIORegion(tcaPIOHandle *pio, const tcaHandle *handle, size_t offset, size_t size);
 /* Stores size bytes (a multiple of 4) at offset of the window. */
 tcaresult tcaSendPIO(const tcaPIOHandle *pio, size_t offset, const void *src, size_t size);
-/* Orders all earlier PIO stores before all later ones. */
-tcaresult tcaSendPIOCommit(const tcaPIOHandle *pio);
+/* Orders all earlier PIO stores of this rank (any window) before all later ones. */
+tcaresult tcaSendPIOCommit(void);
 /* Extension: waits until the 32-bit word at offset of this rank's handle equals value,
  * failing when rank `peer` dies or after the timeout (the receiving side of PIO). */
 tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int peer);

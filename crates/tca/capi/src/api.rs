@@ -4,16 +4,21 @@
 //! `tcaDesc *` values are indices into a table, not addresses, so a freed or forged
 //! descriptor gives `TCA_ERROR_INVALID_DESCRIPTOR` instead of undefined behaviour. Handles and
 //! PIO windows are plain bytes in the caller's memory, decoded and validated on every use.
+//!
+//! The library remembers the memory type of every block `tcaMalloc` returned, per fabric, so
+//! that `tcaFree(ptr, type)` with the wrong type is refused
+//! ([`TCA_ERROR_MEMORY_TYPE_MISMATCH`]) instead of freeing the block.
 
 #![allow(clippy::missing_safety_doc)]
 
 use crate::registry::{self, with_fabric};
-use crate::results::{run, CErr};
+use crate::results::{run, CErr, TCA_ERROR_MEMORY_TYPE_MISMATCH};
+use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::panic::catch_unwind;
 use std::sync::Mutex;
 use tca_proto::fabric::PIO_REGION_BYTES;
-use tca_proto::{Desc, DmaFlags, DmaMode, Handle, MemoryType, PioRegion, TcaError, HANDLE_BYTES};
+use tca_proto::{Desc, DmaFlags, DmaMode, Fabric, Handle, MemoryType, PioRegion, TcaError, HANDLE_BYTES};
 
 /// `tcaHandle`: the 32-byte wire form of [`Handle`].
 #[repr(C)]
@@ -40,8 +45,26 @@ pub const DMA_MODES: [(&str, Option<DmaMode>); 3] = [
 
 static DESCS: Mutex<Vec<Option<Desc>>> = Mutex::new(Vec::new());
 
+/// The blocks of `tcaMalloc` not yet freed: (fabric, address) -> memory type. The fabric is
+/// the address of the calling thread's fabric object (ranks of the simulator are threads of
+/// one process, each with its own fabric).
+static BLOCKS: Mutex<BTreeMap<(usize, u64), MemoryType>> = Mutex::new(BTreeMap::new());
+
+fn blocks() -> std::sync::MutexGuard<'static, BTreeMap<(usize, u64), MemoryType>> {
+    BLOCKS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn fabric_key(f: &dyn Fabric) -> usize {
+    (f as *const dyn Fabric).cast::<()>() as usize
+}
+
 fn nonneg(v: c_int) -> Result<u32, CErr> {
     u32::try_from(v).map_err(|_| CErr::Arg)
+}
+
+/// An `off_t` offset: negative ones are invalid arguments.
+fn offset(v: i64) -> Result<u64, CErr> {
+    u64::try_from(v).map_err(|_| CErr::Arg)
 }
 
 unsafe fn handle_in(h: *const Handle32) -> Result<Handle, CErr> {
@@ -78,10 +101,17 @@ pub extern "C" fn tcaInit() -> c_int {
     run(|| registry::init(&registry::chosen_name()))
 }
 
-/// `tcaFinalize`.
+/// `tcaFinalize`: the fabric's blocks are forgotten with it.
 #[no_mangle]
 pub extern "C" fn tcaFinalize() -> c_int {
-    run(registry::finalize)
+    run(|| {
+        let key = with_fabric(|f| Ok(fabric_key(f))).ok();
+        let r = registry::finalize();
+        if let Some(k) = key {
+            blocks().retain(|(f, _), _| *f != k);
+        }
+        r
+    })
 }
 
 /// `tcaGetNodeId` (extension).
@@ -110,20 +140,38 @@ pub unsafe extern "C" fn tcaMalloc(ptr: *mut *mut c_void, size: usize, mem: c_in
     run(|| {
         let out = ptr.as_mut().ok_or(CErr::Arg)?;
         let mem = mem_type(mem)?;
-        let addr = with_fabric(|f| Ok(f.malloc(size as u64, mem)?))?;
+        let addr = with_fabric(|f| {
+            let addr = f.malloc(size as u64, mem)?;
+            blocks().insert((fabric_key(f), addr), mem);
+            Ok(addr)
+        })?;
         *out = addr as usize as *mut c_void;
         Ok(())
     })
 }
 
-/// `tcaFree`: handles of the block stop working.
+/// `tcaFree(ptr, type)`: `type` must be the one the block was allocated with
+/// ([`TCA_ERROR_MEMORY_TYPE_MISMATCH`] otherwise, and the block stays); handles of the block
+/// stop working.
 #[no_mangle]
-pub unsafe extern "C" fn tcaFree(ptr: *mut c_void) -> c_int {
+pub unsafe extern "C" fn tcaFree(ptr: *mut c_void, mem: c_int) -> c_int {
     run(|| {
         if ptr.is_null() {
             return Err(CErr::Arg);
         }
-        with_fabric(|f| Ok(f.free(ptr as usize as u64)?))
+        let mem = mem_type(mem)?;
+        let addr = ptr as usize as u64;
+        with_fabric(|f| {
+            let key = (fabric_key(f), addr);
+            let known = blocks().get(&key).copied();
+            if known.is_some_and(|m| m != mem) {
+                return Err(CErr::Abi(TCA_ERROR_MEMORY_TYPE_MISMATCH));
+            }
+            // An address tcaMalloc did not return: the fabric says why it cannot be freed.
+            f.free(addr)?;
+            blocks().remove(&key);
+            Ok(())
+        })
     })
 }
 
@@ -195,9 +243,9 @@ pub extern "C" fn tcaDescFree(desc: *mut c_void) -> c_int {
 pub unsafe extern "C" fn tcaDescSetMemcpy(
     desc: *mut c_void,
     dst: *const Handle32,
-    dst_off: usize,
+    dst_off: i64,
     src: *const Handle32,
-    src_off: usize,
+    src_off: i64,
     size: usize,
     flags: c_int,
     wait_slot: c_int,
@@ -207,9 +255,8 @@ pub unsafe extern "C" fn tcaDescSetMemcpy(
         let (d, s) = (handle_in(dst)?, handle_in(src)?);
         let flags = DmaFlags::from_bits(flags as u32)?;
         let slot = nonneg(wait_slot)?;
-        with_desc(desc, |x| {
-            Ok(x.set_memcpy(&d, dst_off as u64, &s, src_off as u64, size as u64, flags, slot, wait_tag as u32)?)
-        })
+        let (dst_off, src_off) = (offset(dst_off)?, offset(src_off)?);
+        with_desc(desc, |x| Ok(x.set_memcpy(&d, dst_off, &s, src_off, size as u64, flags, slot, wait_tag as u32)?))
     })
 }
 
@@ -219,10 +266,10 @@ pub unsafe extern "C" fn tcaDescSetMemcpy(
 pub unsafe extern "C" fn tcaDescSetMemcpy2D(
     desc: *mut c_void,
     dst: *const Handle32,
-    dst_off: usize,
+    dst_off: i64,
     dst_pitch: usize,
     src: *const Handle32,
-    src_off: usize,
+    src_off: i64,
     src_pitch: usize,
     width: usize,
     count: usize,
@@ -235,7 +282,7 @@ pub unsafe extern "C" fn tcaDescSetMemcpy2D(
         let flags = DmaFlags::from_bits(flags as u32)?;
         let slot = nonneg(wait_slot)?;
         let (dst_off, dst_pitch, src_off, src_pitch) =
-            (dst_off as u64, dst_pitch as u64, src_off as u64, src_pitch as u64);
+            (offset(dst_off)?, dst_pitch as u64, offset(src_off)?, src_pitch as u64);
         with_desc(desc, |x| {
             let (width, count, tag) = (width as u64, count as u64, wait_tag as u32);
             Ok(x.set_memcpy_2d(&d, dst_off, dst_pitch, &s, src_off, src_pitch, width, count, flags, slot, tag)?)
@@ -323,16 +370,11 @@ pub unsafe extern "C" fn tcaSendPIO(pio: *const PioHandle, offset: usize, src: *
     })
 }
 
-/// `tcaSendPIOCommit`: orders every earlier store of this rank; the window is only
-/// recognised (its magic), as the commit does not use it.
+/// `tcaSendPIOCommit(void)`: orders every earlier PIO store of this rank before every later
+/// one (of any window).
 #[no_mangle]
-pub unsafe extern "C" fn tcaSendPIOCommit(pio: *const PioHandle) -> c_int {
-    run(|| {
-        if !PioRegion::has_magic(&pio.as_ref().ok_or(CErr::Arg)?.bytes) {
-            return Err(CErr::Tca(TcaError::InvalidHandle));
-        }
-        with_fabric(|f| Ok(f.send_pio_commit()?))
-    })
+pub extern "C" fn tcaSendPIOCommit() -> c_int {
+    run(|| with_fabric(|f| Ok(f.send_pio_commit()?)))
 }
 
 /// `tcaWaitPIO` (extension): the 32-bit word at `offset` equals `value`.
@@ -392,8 +434,13 @@ mod tests {
         assert_eq!(unsafe { tcaMalloc(std::ptr::null_mut(), 64, 0) }, TCA_ERROR_INVALID_ARGUMENT);
         assert_eq!(tcaStartDMADesc(0), TcaError::NotInitialized.code());
         assert_eq!(tcaFinalize(), TcaError::NotInitialized.code());
-        // SAFETY: NULL is checked.
-        assert_eq!(unsafe { tcaSendPIOCommit(std::ptr::null()) }, TCA_ERROR_INVALID_ARGUMENT);
+        assert_eq!(tcaSendPIOCommit(), TcaError::NotInitialized.code());
+        // SAFETY: NULL is checked; the type is checked before the fabric is asked.
+        assert_eq!(unsafe { tcaFree(std::ptr::null_mut(), 0) }, TCA_ERROR_INVALID_ARGUMENT);
+        let mut x = 0u64;
+        // SAFETY: as above.
+        assert_eq!(unsafe { tcaFree((&raw mut x).cast(), 2) }, TCA_ERROR_INVALID_ARGUMENT);
+        assert_eq!(unsafe { tcaFree((&raw mut x).cast(), 0) }, TcaError::NotInitialized.code());
     }
 
     #[test]
@@ -430,7 +477,6 @@ mod tests {
                     tcaDestroyHandle(&mut handle),
                     tcaWaitDMARecvDesc(&handle, 0, 0),
                     tcaSendPIO(&pio, 0, [0u8; 8].as_ptr().cast(), 8),
-                    tcaSendPIOCommit(&pio),
                     tcaDescSetMemcpy(d, &handle, 0, &handle, 0, 64, 0, 0, 0),
                     tcaWaitPIO(&handle, 0, 1, 0),
                 ]
@@ -439,7 +485,7 @@ mod tests {
             for c in codes {
                 prop_assert!(known(c) && c != TCA_ERROR_INTERNAL, "{}", c);
             }
-            prop_assert!(codes[..4].iter().all(|&c| c != TCA_SUCCESS));
+            prop_assert!(codes[..3].iter().all(|&c| c != TCA_SUCCESS));
         }
     }
 }

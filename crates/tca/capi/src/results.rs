@@ -1,4 +1,4 @@
-//! Result codes of the C ABI: the codes of [`TcaError`] unchanged, and three codes of the ABI
+//! Result codes of the C ABI: the codes of [`TcaError`] unchanged, and four codes of the ABI
 //! itself. One table ([`c_errors`]) names them all as `tca-api.h` does; a test checks the
 //! header's `#define TCA_ERROR_*` lines against it, so the two cannot drift.
 //!
@@ -16,12 +16,15 @@ pub const TCA_ERROR_INVALID_ARGUMENT: c_int = 100;
 pub const TCA_ERROR_INTERNAL: c_int = 101;
 /// `TCA_FABRIC` names no fabric this process has (C ABI only).
 pub const TCA_ERROR_UNKNOWN_FABRIC: c_int = 102;
+/// `tcaFree` with a memory type other than the block's (C ABI only).
+pub const TCA_ERROR_MEMORY_TYPE_MISMATCH: c_int = 103;
 
 /// The codes only the C ABI returns: (code, C name, message).
-pub const ABI_ERRORS: [(c_int, &str, &str); 3] = [
+pub const ABI_ERRORS: [(c_int, &str, &str); 4] = [
     (TCA_ERROR_INVALID_ARGUMENT, "TCA_ERROR_INVALID_ARGUMENT", "invalid argument (NULL pointer or negative number)"),
     (TCA_ERROR_INTERNAL, "TCA_ERROR_INTERNAL", "internal error in the TCA library"),
     (TCA_ERROR_UNKNOWN_FABRIC, "TCA_ERROR_UNKNOWN_FABRIC", "TCA_FABRIC names no fabric of this process"),
+    (TCA_ERROR_MEMORY_TYPE_MISMATCH, "TCA_ERROR_MEMORY_TYPE_MISMATCH", "memory type is not the block's (tcaFree)"),
 ];
 
 /// The C name of an error: `TCA_ERROR_` and its Rust name in upper snake case

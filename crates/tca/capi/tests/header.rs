@@ -19,7 +19,8 @@ fn defines(prefix: &str) -> BTreeMap<String, i64> {
             continue;
         }
         let (Some(name), Some(value)) = (words.next(), words.next()) else { continue };
-        if !name.starts_with(prefix) {
+        // Strings (TCA_LIB_VERSION) are not numbers of the tables.
+        if !name.starts_with(prefix) || value.starts_with('"') {
             continue;
         }
         let v = match value.strip_prefix("0x") {

@@ -7,6 +7,7 @@ use std::ffi::c_void;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use tca::api::*;
+use tca::results::TCA_ERROR_MEMORY_TYPE_MISMATCH;
 use tca_model::platform::Platform;
 use tca_proto::{DmaFlags, Fabric, FabricResult, TcaError};
 use tca_sim::{SimJob, SimRank};
@@ -19,6 +20,7 @@ thread_local! {
 static JOB: OnceLock<Arc<SimJob>> = OnceLock::new();
 
 const CPU: i32 = 0;
+const GPU: i32 = 1;
 const SIZE: usize = 4096;
 
 /// One rank's ping-pong through the C functions; returns its node id.
@@ -53,7 +55,17 @@ fn rank_program() -> i32 {
             assert_eq!(tcaWaitDMAC(0), 0);
         }
         assert_eq!(tcaWaitDMAC(7), TcaError::InvalidChannel.code(), "errors keep their codes");
+        // A chain set right after a start (the run in flight) waits for the run.
+        if me == 0 {
+            assert_eq!(tcaStartDMADesc(0), 0);
+            assert_eq!(tcaDescSet(desc, 0), 0);
+        } else {
+            assert_eq!(tcaWaitDMARecvDesc(dst, 0, peer), 0);
+        }
         assert_eq!(tcaDescFree(desc), 0);
+        assert_eq!(tcaFree(buf, GPU), TCA_ERROR_MEMORY_TYPE_MISMATCH, "a CPU block");
+        assert_eq!(tcaFree(buf, CPU), 0);
+        assert_eq!(tcaFree(buf, CPU), TcaError::InvalidHandle.code());
         assert_eq!(tcaFinalize(), 0);
         me
     }

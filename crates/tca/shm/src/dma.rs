@@ -29,52 +29,87 @@ impl Inner {
         Ok(())
     }
 
-    /// Registers a descriptor chain on a channel (`tcaDescSet`).
+    /// Registers a descriptor chain on a channel (`tcaDescSet`). While the channel's previous
+    /// run is in flight it first waits for the run to end, as `tcaWaitDMAC` does (programs of
+    /// the published API set a new chain right after a start and expect success).
     ///
     /// # Errors
     /// What [`tca_proto::Engine::set_chain`] rejects; [`TcaError::InvalidHandle`] when a
     /// handle is not live or not inside its node's heap; [`TcaError::OutOfMemory`] when the
-    /// descriptor table does not fit.
+    /// descriptor table does not fit; [`TcaError::Timeout`] when the run does not end in time.
     pub(crate) fn desc_set(&self, channel: u8, desc: &Desc) -> TcaResult<()> {
         self.check_live()?;
         desc.check_runnable()?;
         self.check_entries(desc.entries())?;
-        let mut tables = lock(&self.tables);
         let table = if desc.mode() == DmaMode::Chaining {
             let bytes = (desc.len() * DESCRIPTOR_BYTES) as u64;
             Some((self.alloc(bytes)?, desc.len()))
         } else {
             None
         };
-        let result = {
-            let mut e = lock(&self.engine);
-            match self.carrying.get(channel as usize) {
-                Some(m) if m.load(Ordering::Acquire) => Err(TcaError::ChannelBusy),
-                _ => e.set_chain(channel, desc),
+        loop {
+            let mut tables = lock(&self.tables);
+            let result = self.try_set(&mut lock(&self.engine), channel, desc);
+            if result == Err(TcaError::ChannelBusy) {
+                drop(tables);
+                // Another kick may come between the wait and the next try: wait again then.
+                if let Err(e) = self.wait_channel_free(channel) {
+                    if let Some((off, _)) = table {
+                        lock(&self.heap).free(off);
+                    }
+                    return Err(e);
+                }
+                continue;
             }
-        };
-        if let Err(e) = result {
+            if let Err(e) = result {
+                if let Some((off, _)) = table {
+                    lock(&self.heap).free(off);
+                }
+                return Err(e);
+            }
+            let bytes = desc.entries().iter().map(DescEntry::bytes).sum::<u64>();
+            self.chain_bytes[channel as usize].store(bytes, Ordering::Relaxed);
+            if let Some((old, _)) = std::mem::replace(&mut tables[channel as usize], table) {
+                lock(&self.heap).free(old);
+            }
             if let Some((off, _)) = table {
-                lock(&self.heap).free(off);
+                let base = self.own().base().wrapping_add(off as usize);
+                for (i, d) in desc.hardware_descriptors().enumerate() {
+                    let mut buf = [0u8; DESCRIPTOR_BYTES];
+                    d.encode(&mut buf);
+                    // SAFETY: the table block holds len * 32 bytes of this segment.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(buf.as_ptr(), base.add(i * DESCRIPTOR_BYTES), DESCRIPTOR_BYTES)
+                    };
+                }
             }
-            return Err(e);
+            return Ok(());
         }
-        let bytes = desc.entries().iter().map(DescEntry::bytes).sum::<u64>();
-        self.chain_bytes[channel as usize].store(bytes, Ordering::Relaxed);
-        if let Some((old, _)) = std::mem::replace(&mut tables[channel as usize], table) {
-            lock(&self.heap).free(old);
+    }
+
+    /// Sets the chain unless the channel runs (in the engine, or carried out by a caller).
+    fn try_set(&self, e: &mut Engine, channel: u8, desc: &Desc) -> TcaResult<()> {
+        if self.carrying.get(channel as usize).is_some_and(|m| m.load(Ordering::Acquire)) {
+            return Err(TcaError::ChannelBusy);
         }
-        if let Some((off, _)) = table {
-            let base = self.own().base().wrapping_add(off as usize);
-            for (i, d) in desc.hardware_descriptors().enumerate() {
-                let mut buf = [0u8; DESCRIPTOR_BYTES];
-                d.encode(&mut buf);
-                // SAFETY: the table block holds len * 32 bytes of this segment.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(buf.as_ptr(), base.add(i * DESCRIPTOR_BYTES), DESCRIPTOR_BYTES)
-                };
-            }
-        }
+        e.set_chain(channel, desc)
+    }
+
+    /// Waits until `channel` has no run in flight: done, failed (the new chain replaces it;
+    /// `tcaWaitDMAC` reports the failure until the next start) or never started.
+    ///
+    /// # Errors
+    /// [`TcaError::Timeout`] as for `tcaWaitDMAC`.
+    fn wait_channel_free(&self, channel: u8) -> TcaResult<()> {
+        let running = |e: &mut Engine| matches!(e.wait_dma_channel(channel), Ok(WaitStatus::Pending));
+        let what = WaitFor { watch: Watch::Everyone, cheap: false, engine_reports: true };
+        self.with_caller_work(|work| {
+            self.wait(what, |inner| {
+                let (busy, any) = inner.progress_with(work, running);
+                Ok(!busy || (any && !running(&mut lock(&inner.engine))))
+            })
+        })?;
+        self.wait_carried(channel);
         Ok(())
     }
 

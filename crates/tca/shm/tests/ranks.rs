@@ -95,6 +95,14 @@ fn threads_sharing_a_channel_lose_and_double_no_run() {
 }
 
 #[test]
+fn a_chain_set_while_the_channel_runs_waits_then_runs() {
+    for n in [2u16, 4, 8] {
+        let o = run("set-while-running", n, &[]);
+        assert!(o.codes.iter().all(|c| *c == Some(0)), "{n} ranks: {:?}\n{}", o.codes, o.out);
+    }
+}
+
+#[test]
 fn bad_arguments_give_their_codes() {
     let o = run("bad-args", 2, &[]);
     assert!(o.codes.iter().all(|c| *c == Some(0)), "{}", o.out);

@@ -144,9 +144,9 @@ impl Scheduler {
                     None => {}
                 }
             }
-            if let Slot::Waiting { deadline: Some(d), .. } = slot {
+            if let Slot::Waiting { wait, deadline: Some(d), .. } = slot {
                 if *d <= now {
-                    *slot = Slot::Ready(Ok(Reply::Unit));
+                    *slot = Slot::Ready(self.world.finish(wait));
                 }
             }
         }

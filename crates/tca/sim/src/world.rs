@@ -11,7 +11,7 @@ use base::{SimTime, Trace};
 use tca_model::platform::Platform;
 use tca_model::router::Target;
 use tca_model::{Cluster, Output};
-use tca_proto::{Desc, Engine, FabricError, Handle, MemoryType, TcaError, WaitStatus, CHANNELS};
+use tca_proto::{ChannelState, Desc, Engine, FabricError, Handle, MemoryType, TcaError, WaitStatus, CHANNELS};
 
 /// Allocations are aligned to this (a page).
 const ALIGN: u64 = 4096;
@@ -43,6 +43,7 @@ impl Op {
     pub fn describe(&self) -> String {
         match self {
             Op::WaitDmac { channel } => format!("tcaWaitDMAC(channel {channel})"),
+            Op::DescSet { channel, .. } => format!("tcaDescSet(channel {channel}) until the channel's run is over"),
             Op::WaitRecv { handle, slot, tag } => {
                 format!("tcaWaitDMARecvDesc(handle of node {}, slot {slot}, tag {tag})", handle.node)
             }
@@ -90,6 +91,14 @@ pub(crate) enum Wait {
         bytes: Vec<u8>,
     },
     Collective,
+    /// `tcaDescSet` on a running channel: the chain is set once the run is over and the
+    /// polling CPU has seen its status register say so (as [`Wait::Dmac`]).
+    ChannelFree {
+        node: u16,
+        channel: u8,
+        desc: Box<Desc>,
+        since: SimTime,
+    },
 }
 
 /// Outcome of submitting a request.
@@ -237,6 +246,12 @@ impl World {
                 if desc.len() as u64 * self.platform.peach2.descriptor_bytes > self.table_bytes {
                     return Err(TcaError::TooLarge.into());
                 }
+                desc.check_runnable()?;
+                // A program may set a new chain while the channel's previous run is in flight:
+                // the library waits for the run, as the published API does.
+                if self.engines[engine].channel_state(channel)? == ChannelState::Running {
+                    return Ok(Submitted::Wait(Wait::ChannelFree { node, channel, desc, since: self.now }));
+                }
                 self.engines[engine].set_chain(channel, &desc)?;
                 done(Reply::Unit)
             }
@@ -318,12 +333,17 @@ impl World {
             Wait::Dmac { node, channel, since } => match self.engines[*node as usize].wait_dma_channel(*channel) {
                 Err(e) => Some(Err(e.into())),
                 Ok(WaitStatus::Pending) => None,
-                Ok(WaitStatus::Ready) => match self.markers[*node as usize][*channel as usize] {
-                    Marker::Idle => Some(Ok(self.now)),
-                    Marker::Running => None,
-                    Marker::Done(t) => Some(Ok(self.cluster.poll_register(*since, t))),
-                },
+                Ok(WaitStatus::Ready) => self.run_seen_over(*node, *channel, *since),
             },
+            // A failed run is over too: the new chain replaces it (tcaWaitDMAC reports the
+            // failure until the next start).
+            Wait::ChannelFree { node, channel, since, .. } => {
+                match self.engines[*node as usize].wait_dma_channel(*channel) {
+                    Err(_) => Some(Ok(self.now)),
+                    Ok(WaitStatus::Pending) => None,
+                    Ok(WaitStatus::Ready) => self.run_seen_over(*node, *channel, *since),
+                }
+            }
             Wait::Recv { node, handle, slot, tag } => {
                 match self.engines[*node as usize].wait_dma_recv(handle, *slot, *tag) {
                     Ok(WaitStatus::Ready) => Some(Ok(self.now)),
@@ -335,6 +355,28 @@ impl World {
                 (self.memory.read(*addr, bytes.len() as u64).as_deref() == Some(bytes)).then_some(Ok(self.now))
             }
             Wait::Collective => None,
+        }
+    }
+
+    /// When a CPU polling the status register of `channel` since `since` sees its finished
+    /// run over; `None` while the hardware has not written the status yet.
+    fn run_seen_over(&self, node: u16, channel: u8, since: SimTime) -> Option<Result<SimTime, FabricError>> {
+        match self.markers[node as usize][channel as usize] {
+            Marker::Idle => Some(Ok(self.now)),
+            Marker::Running => None,
+            Marker::Done(t) => Some(Ok(self.cluster.poll_register(since, t))),
+        }
+    }
+
+    /// Answers a wait whose deadline the simulation reached: for [`Wait::ChannelFree`] the chain
+    /// is set now; every other wait is answered with [`Reply::Unit`].
+    pub(crate) fn finish(&mut self, wait: &Wait) -> Result<Reply, FabricError> {
+        match wait {
+            Wait::ChannelFree { node, channel, desc, .. } => {
+                self.engines[*node as usize].set_chain(*channel, desc)?;
+                Ok(Reply::Unit)
+            }
+            _ => Ok(Reply::Unit),
         }
     }
 

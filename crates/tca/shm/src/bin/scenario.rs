@@ -13,7 +13,8 @@
 //! quickly), `silent-peer` (rank 1 never sends; the others must time out), `shm-full` (an
 //! allocation larger than `/dev/shm` fails cleanly), `policy` (prints how waits behave),
 //! `shared-channel` (two threads of each rank start and wait on one channel: every kick is
-//! run or refused as busy, and every run's notification arrives once).
+//! run or refused as busy, and every run's notification arrives once), `set-while-running`
+//! (a chain set on a channel right after its start waits for the run, then runs with its data).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -545,6 +546,44 @@ fn shared_channel(f: &ShmFabric) -> Check {
     ok("finalize", f.finalize())
 }
 
+/// Each rank sets a chain that reads 1 MiB from the previous rank (a proxy read: the run waits
+/// for that rank's driver) on channel 0, starts it, and at once, the run in flight, sets a
+/// 4 KiB chain to the next rank on the same channel, which must succeed once the first run is
+/// over; both chains' data must arrive.
+fn set_while_running(f: &dyn Fabric) -> Check {
+    const BIG: u64 = 1 << 20;
+    const SMALL: u64 = 4096;
+    let (me, n) = me_n(f)?;
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    let (_, src) = buffer(f, BIG + SMALL, MemoryType::Cpu)?;
+    let (_, dst) = buffer(f, BIG + SMALL, MemoryType::Gpu)?;
+    let dsts = exchange(f, &dst)?;
+    let srcs = exchange(f, &src)?;
+    let seed = |rank: u16, round: u32| u64::from(rank) << 32 | u64::from(round);
+    for round in 0..8u32 {
+        fill_at(f, &src, 0, BIG + SMALL, seed(me, round))?;
+        ok("barrier", f.barrier())?;
+        let (mut read, mut write) = (Desc::new(), Desc::new());
+        let flags = DmaFlags::NOTIFY;
+        ok("set_memcpy", read.set_memcpy(&dst, 0, &srcs[prev as usize], 0, BIG, DmaFlags::NONE, 0, 0))?;
+        ok("set_memcpy", write.set_memcpy(&dsts[next as usize], BIG, &src, BIG, SMALL, flags, 2, round))?;
+        ok("desc_set", f.desc_set(0, &read))?;
+        ok("start", f.start_dma(0))?;
+        ok("desc_set while the channel runs", f.desc_set(0, &write))?;
+        ok("start the second chain", f.start_dma(0))?;
+        ok("wait channel", f.wait_dmac(0))?;
+        ok("notification of the second chain", f.wait_dma_recv(&srcs[prev as usize], 2, round))?;
+        let mut want = vec![0u8; (BIG + SMALL) as usize];
+        fill(&mut want, seed(prev, round));
+        if contents(f, &dst)? != want {
+            return Err(format!("round {round}: the data from rank {prev} differ"));
+        }
+        // Nobody refills a source before its readers are done.
+        ok("barrier", f.barrier())?;
+    }
+    ok("finalize", f.finalize())
+}
+
 fn main() -> ExitCode {
     let name = std::env::args().nth(1).unwrap_or_default();
     let f = match ShmFabric::init() {
@@ -565,6 +604,7 @@ fn main() -> ExitCode {
         "shm-full" => shm_full(&f),
         "policy" => policy(&f),
         "shared-channel" => shared_channel(&f),
+        "set-while-running" => set_while_running(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {
