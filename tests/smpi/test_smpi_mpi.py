@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tca import TcaError
 from tca.peach.baselines import BASELINES, load_params
 from tca.peach.smpi_platform import CONFIG_ENV, host_name, prepare, smpirun_command
@@ -30,14 +29,28 @@ needs_smpi = pytest.mark.skipif(
 
 def compile_program(source: Path, out: Path) -> Path:
     exe = out / source.stem
-    cmd = ["smpicc", "-O2", "-Wall", "-Werror", "-include", str(HEADER), str(source), str(WRAPPERS), str(DOUBLE)]
+    cmd = [
+        "smpicc",
+        "-O2",
+        "-Wall",
+        "-Werror",
+        "-include",
+        str(HEADER),
+        str(source),
+        str(WRAPPERS),
+        str(DOUBLE),
+    ]
     subprocess.run([*cmd, "-o", str(exe)], check=True, capture_output=True, text=True, cwd=out)
     return exe
 
 
 def run(setup, program: list[str]) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        smpirun_command(setup, program), env=os.environ | setup.env, capture_output=True, text=True, timeout=120
+        smpirun_command(setup, program),
+        env=os.environ | setup.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -114,7 +127,11 @@ def test_allreduce_runs_with_the_mvapich2_collectives(tmp_path, ranks):
 
 def test_prepare_writes_one_host_per_node_and_the_configuration(tmp_path):
     setup = prepare("ha-pacs-tca", 3, tmp_path)
-    assert setup.hostfile.read_text().split() == [host_name(0), host_name(1), host_name(2)] == ["node0", "node1", "node2"]
+    assert (
+        setup.hostfile.read_text().split()
+        == [host_name(0), host_name(1), host_name(2)]
+        == ["node0", "node1", "node2"]
+    )
     xml = setup.platform_xml.read_text()
     assert 'radical="0-15"' in xml and 'sharing_policy="SPLITDUPLEX"' in xml
     assert 'speed="22400000000.0f"' in xml  # 2.8 GHz x 8 flops per cycle
@@ -123,7 +140,9 @@ def test_prepare_writes_one_host_per_node_and_the_configuration(tmp_path):
     assert "cuda_buffer_check = 1.15e-06" in conf and "gdr = 1" in conf
     declared = prepare("ha-pacs-tca", 3, tmp_path / "d", compute="declared").cfg
     assert "smpi/cpu-threshold:0" in declared and "smpi/simulate-computation:no" in declared
-    assert "smpi/simulate-computation:yes" in prepare("ha-pacs-tca", 3, tmp_path / "m", compute="measured").cfg
+    assert (
+        "smpi/simulate-computation:yes" in prepare("ha-pacs-tca", 3, tmp_path / "m", compute="measured").cfg
+    )
 
 
 def test_bad_requests_get_clear_errors(tmp_path):

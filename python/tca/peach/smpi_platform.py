@@ -77,7 +77,9 @@ class HostPath:
         self.m = m
         self.route_latency = 2 * m.hca_latency + m.wire_latency  # adapter, wire+switch, adapter
         if self.route_latency <= 0:
-            raise TcaError("baselines.mvapich2: hca_latency and wire_latency are both zero; SMPI needs a latency")
+            raise TcaError(
+                "baselines.mvapich2: hca_latency and wire_latency are both zero; SMPI needs a latency"
+            )
         self.link_rate = max(m.rate(m.striping_threshold, "host"), m.rate(m.striping_threshold + 1, "host"))
 
     def rdma(self, size: int) -> float:
@@ -124,7 +126,9 @@ def smpi_cfg(path: HostPath, compute: str, core_speed: float) -> list[str]:
     """The ``--cfg`` options (without the leading ``--cfg=``)."""
     segs = path.segments()
     # Factor sets: an entry "B:v" holds for sizes above B; latency and bandwidth see the envelope.
-    lat = ";".join(f"{s.start + ENVELOPE if s.start else 0}:{_num(s.latency / path.route_latency)}" for s in segs)
+    lat = ";".join(
+        f"{s.start + ENVELOPE if s.start else 0}:{_num(s.latency / path.route_latency)}" for s in segs
+    )
     bw = ";".join(f"{s.start + ENVELOPE if s.start else 0}:{_num(s.rate / path.link_rate)}" for s in segs)
     send = ";".join(f"{s.start}:{_num(s.send_overhead)}:{_num(s.copy_time)}" for s in segs)
     recv = ";".join(f"{s.start}:{_num(s.recv_overhead)}:{_num(s.copy_time)}" for s in segs)
@@ -209,7 +213,9 @@ def gpu_config(path: HostPath, gdr: bool) -> str:
         ("h2d_bandwidth", c.h2d_bandwidth, "B/s of that copy"),
     ]
     lines = ["# MVAPICH2 GPU-buffer costs for crates/tca/smpi/c/mpi_gpu.c (seconds, bytes, B/s)."]
-    lines += [f"{key} = {_num(value) if isinstance(value, float) else value}  # {what}" for key, value, what in rows]
+    lines += [
+        f"{key} = {_num(value) if isinstance(value, float) else value}  # {what}" for key, value, what in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -237,7 +243,9 @@ def prepare(
     baselines = loaded.baselines()
     for needed in ("node", "cuda", "mvapich2", "smpi"):
         if needed not in baselines:
-            raise TcaError(f"{loaded.name}: no [baselines.{needed}] table, needed to run MPI on SMPI (docs/smpi.md)")
+            raise TcaError(
+                f"{loaded.name}: no [baselines.{needed}] table, needed to run MPI on SMPI (docs/smpi.md)"
+            )
     path = HostPath(MpiIb.from_params(baselines, gdr))
     speed = core_speed(baselines)
     workdir = Path(workdir)
