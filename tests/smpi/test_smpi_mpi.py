@@ -135,7 +135,7 @@ def test_prepare_writes_one_host_per_node_and_the_configuration(tmp_path):
     xml = setup.platform_xml.read_text()
     assert 'radical="0-15"' in xml and 'sharing_policy="SPLITDUPLEX"' in xml
     assert 'speed="22400000000.0f"' in xml  # 2.8 GHz x 8 flops per cycle
-    assert "smpi/simulate-computation:no" in setup.cfg and "smpi/cpu-threshold:-1" in setup.cfg
+    assert "smpi/simulate-computation:no" in setup.cfg and "smpi/cpu-threshold:1e+09" in setup.cfg
     conf = Path(setup.env[CONFIG_ENV]).read_text()
     assert "cuda_buffer_check = 1.15e-06" in conf and "gdr = 1" in conf
     declared = prepare("ha-pacs-tca", 3, tmp_path / "d", compute="declared").cfg
@@ -159,3 +159,15 @@ def test_bad_requests_get_clear_errors(tmp_path):
     stripped.write_text(toml[:start] + toml[end:])
     with pytest.raises(TcaError, match=r"no \[baselines.smpi\] table"):
         prepare(stripped, 2, tmp_path)
+
+
+@needs_smpi
+def test_declared_compute_counts_only_when_asked(tmp_path):
+    exe = compile_program(HERE / "mpi_compute.c", tmp_path)
+    times = {}
+    for compute in ("none", "declared"):
+        out = run(prepare("ha-pacs-tca", 2, tmp_path / compute, compute=compute), [str(exe)]).stdout
+        times[compute] = float(out.split()[1])
+    # smpi_execute(2 us) + SMPI_SAMPLE_DELAY(3 us); SMPI adds 10 ns to each MPI_Wtime call.
+    assert times["none"] == pytest.approx(0.01, abs=0.005)
+    assert times["declared"] == pytest.approx(5.01, abs=0.005)

@@ -39,6 +39,7 @@ from tca.peach.baselines.params import table
 ENVELOPE = 16
 
 COMPUTE_MODES = ("none", "declared", "measured")
+NEVER = 1e9  # seconds: a declared compute time below this is dropped in compute="none"
 CONFIG_NAME = "tca-smpi-mpi.conf"
 CONFIG_ENV = "TCA_SMPI_MPI_CONFIG"
 
@@ -150,8 +151,9 @@ def smpi_cfg(path: HostPath, compute: str, core_speed: float) -> list[str]:
         f"smpi/host-speed:{speed}",
     ]
     if compute == "none":
-        # Computation between MPI calls is free, and so are smpi_execute/SMPI_SAMPLE_DELAY.
-        cfg += ["smpi/simulate-computation:no", "smpi/cpu-threshold:-1"]
+        # Computation between MPI calls is free, and so are smpi_execute/SMPI_SAMPLE_DELAY: SMPI
+        # drops durations below the threshold (-1, documented as infinity, counts them all).
+        cfg += ["smpi/simulate-computation:no", f"smpi/cpu-threshold:{NEVER:g}"]
     elif compute == "declared":
         cfg += ["smpi/simulate-computation:no", "smpi/cpu-threshold:0"]
     else:
