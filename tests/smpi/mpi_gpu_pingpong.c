@@ -1,5 +1,6 @@
 /* MPI-only ping-pong between two ranks, host buffers and GPU buffers, 8 B .. 4 MiB: prints the
- * one-way latency (round trip / 2) in simulated microseconds, and checks the data. */
+ * one-way latency (round trip / 2) in simulated microseconds, and checks the data. With
+ * --nonblocking, every message goes by MPI_Isend/MPI_Irecv and MPI_Wait. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,29 @@ int cudaFree(void* ptr);
 int cudaMemcpy(void* dst, const void* src, size_t count, int kind);
 
 enum { MIN_SIZE = 8, MAX_SIZE = 4 << 20, ROUND_TRIPS = 4 };
+static int nonblocking;
+
+static void send(char* buf, int size, int peer, int tag)
+{
+  MPI_Request r;
+  if (!nonblocking)
+    MPI_Send(buf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+  else {
+    MPI_Isend(buf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+}
+
+static void recv(char* buf, int size, int peer, int tag)
+{
+  MPI_Request r;
+  if (!nonblocking)
+    MPI_Recv(buf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  else {
+    MPI_Irecv(buf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+}
 
 static double timed(char* buf, int size, int rank)
 {
@@ -19,11 +43,11 @@ static double timed(char* buf, int size, int rank)
     if (i == 1)
       start = MPI_Wtime();
     if (rank == 0) {
-      MPI_Send(buf, size, MPI_BYTE, peer, i, MPI_COMM_WORLD);
-      MPI_Recv(buf, size, MPI_BYTE, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      send(buf, size, peer, i);
+      recv(buf, size, peer, i);
     } else {
-      MPI_Recv(buf, size, MPI_BYTE, peer, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buf, size, MPI_BYTE, peer, i, MPI_COMM_WORLD);
+      recv(buf, size, peer, i);
+      send(buf, size, peer, i);
     }
   }
   return (MPI_Wtime() - start) / ROUND_TRIPS / 2 * 1e6;
@@ -32,6 +56,7 @@ static double timed(char* buf, int size, int rank)
 int main(int argc, char** argv)
 {
   MPI_Init(&argc, &argv);
+  nonblocking = argc > 1 && strcmp(argv[1], "--nonblocking") == 0;
   int rank, ranks;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);

@@ -73,7 +73,19 @@ def pingpong(tmp_path_factory):
         setup = prepare("ha-pacs-tca", 2, out / f"gdr{int(gdr)}", gdr=gdr)
         runs[gdr] = run(setup, [str(exe)]).stdout
     again = run(prepare("ha-pacs-tca", 2, out / "again", gdr=True), [str(exe)]).stdout
-    return {"gdr": table(runs[True]), "nogdr": table(runs[False]), "raw": runs[True], "again": again}
+    nonblocking = {
+        gdr: table(
+            run(prepare("ha-pacs-tca", 2, out / f"nb{int(gdr)}", gdr=gdr), [str(exe), "--nonblocking"]).stdout
+        )
+        for gdr in (True, False)
+    }
+    return {
+        "gdr": table(runs[True]),
+        "nogdr": table(runs[False]),
+        "raw": runs[True],
+        "again": again,
+        "nonblocking": nonblocking,
+    }
 
 
 @needs_smpi
@@ -103,6 +115,17 @@ def test_curve_agrees_with_the_python_model(pingpong):
     # The shape the seeds report: GDR helps up to its limit (seed 003 §3.2: 512 KB), not above.
     assert pingpong["gdr"][4096][1] < pingpong["nogdr"][4096][1] - 5
     assert pingpong["gdr"][1 << 20][1] == pingpong["nogdr"][1 << 20][1]
+
+
+@needs_smpi
+def test_nonblocking_receives_pay_their_gpu_costs_at_completion(pingpong):
+    # Isend/Irecv + Wait: the GPU costs of the receive are charged in MPI_Wait, so the curve is
+    # the blocking one (SMPI charges MPI_Isend its send overhead as MPI_Send).
+    for gdr, key in ((True, "gdr"), (False, "nogdr")):
+        for size, (host, gpu) in pingpong[key].items():
+            nb_host, nb_gpu = pingpong["nonblocking"][gdr][size]
+            assert nb_host == pytest.approx(host, rel=0.01), (gdr, size)
+            assert nb_gpu == pytest.approx(gpu, rel=0.01), (gdr, size)
 
 
 @needs_smpi
