@@ -134,7 +134,7 @@ def test_load_needs_a_baselines_table(tmp_path):
 
 def test_the_loader_keeps_types_sources_and_calibrations():
     params = fixture_params("ha-pacs-tca")
-    assert set(params) == {"node", "cuda", "mvapich2"}
+    assert set(params) == {"node", "cuda", "mvapich2", "smpi"}
     assert params["node"]["gpu_link_lanes"] == {
         "value": 16,
         "source": "seed 000 §2.1: each GPU has x16 lanes of a CPU socket",

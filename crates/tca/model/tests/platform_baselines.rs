@@ -45,7 +45,8 @@ fn every_table_is_kept_with_values_and_sources() {
     assert_eq!(tables.iter().filter(|t| **t == "node").count(), 10);
     assert_eq!(tables.iter().filter(|t| **t == "cuda").count(), 4);
     assert_eq!(tables.iter().filter(|t| **t == "mvapich2").count(), 18);
-    assert_eq!(p.baselines.len(), 32);
+    assert_eq!(tables.iter().filter(|t| **t == "smpi").count(), 2);
+    assert_eq!(p.baselines.len(), 34);
     assert_eq!(param(&p, "node", "gpu_link_lanes").value, BaselineValue::Integer(16));
     assert_eq!(param(&p, "node", "pcie_latency").value, BaselineValue::Text("150 ns".into()));
     assert_eq!(param(&p, "node", "gpu_link_generation").value, BaselineValue::Text("gen2".into()));

@@ -177,6 +177,10 @@ pub const LIMITS: &[Limit] = &[
     limit("baselines.mvapich2.pipeline_chunk", Bytes, "4 KiB", "1 GiB", Any),
     limit("baselines.mvapich2.memcpy_bandwidth", Bandwidth, "1 MB/s", "1000 GB/s", Any),
     limit("baselines.mvapich2.gdr_read_bandwidth", Bandwidth, "1 MB/s", "1000 GB/s", Any),
+    // `[baselines.smpi]`: the CPU core one MPI rank runs on, for the compute time SMPI charges
+    // (docs/smpi.md): a core clock and the double-precision flops it retires per cycle.
+    limit("baselines.smpi.core_clock", Frequency, "1 MHz", "10 GHz", Any),
+    limit("baselines.smpi.flops_per_cycle", Count, "1", "64", Any),
 ];
 
 /// Most GPUs one node may have: the address map divides a node's part among them.
