@@ -62,7 +62,7 @@ clean:
 
 # ---- real fabric (shm): libtca.so, C examples, MPI comparison (docs/shm-fabric.md) ----
 
-.PHONY: mpi capi examples test-c bench-shm
+.PHONY: mpi smpi capi capi-smpi examples test-c bench-shm
 
 # Open MPI (with its OpenSHMEM, oshcc / oshrun) and MPICH from Debian, side by side
 # (mpicc.openmpi / mpicc.mpich, mpirun.openmpi / mpirun.mpich), and UCX (libucx-dev,
@@ -79,6 +79,29 @@ mpi:
 	  echo "make mpi: installation failed (no package mirror?): MPI, OpenSHMEM and UCX variants skipped"; \
 	else echo "make mpi: not root (or no apt-get): MPI, OpenSHMEM and UCX variants skipped; install" \
 	  "$(MPI_PACKAGES) to build them"; fi
+
+# SimGrid SMPI from Debian (smpicc, smpirun, libsimgrid): C programs with MPI on the simulator
+# (`tca cc`, `tca run --fabric sim`). Installs only as root; otherwise those runs are skipped
+# with a message.
+smpi:
+	@if command -v smpicc >/dev/null && [ -f /usr/include/simgrid/s4u/Engine.hpp ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "make smpi: installing SimGrid (libsimgrid-dev)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev >/dev/null) || \
+	  echo "make smpi: installation failed (no package mirror?): C programs on the simulator skipped"; \
+	else echo "make smpi: not root (or no apt-get): install libsimgrid-dev to run C programs on the simulator"; fi
+
+# libtcasmpi.so: what `tca cc` links besides libtca: the deadlock report across MPI and TCA
+# (crates/tca/smpi/glue) and the MVAPICH2 costs of MPI calls on GPU buffers (crates/tca/smpi/c).
+SMPI_LIB := target/release/libtcasmpi.so
+capi-smpi: capi smpi
+	@if command -v smpicc >/dev/null; then $(MAKE) --no-print-directory $(SMPI_LIB); fi
+
+$(SMPI_LIB): crates/tca/smpi/glue/deadlock.cpp crates/tca/smpi/c/mpi_gpu.c crates/tca/smpi/include/tca-smpi-mpi.h target/release/libtca.so
+	@mkdir -p target/smpi
+	g++ -std=c++17 -O2 -fPIC -c crates/tca/smpi/glue/deadlock.cpp -o target/smpi/deadlock.o
+	smpicc -O2 -fPIC -c crates/tca/smpi/c/mpi_gpu.c -o target/smpi/mpi_gpu.o
+	g++ -shared -o $@ target/smpi/deadlock.o target/smpi/mpi_gpu.o -Ltarget/release -Wl,-rpath,'$$ORIGIN' -ltca -lsimgrid
 
 # libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig).
 capi:

@@ -156,7 +156,7 @@ def test_prepare_writes_one_host_per_node_and_the_configuration(tmp_path):
         == ["node0", "node1", "node2"]
     )
     xml = setup.platform_xml.read_text()
-    assert 'radical="0-15"' in xml and 'sharing_policy="SPLITDUPLEX"' in xml
+    assert 'radical="0-16"' in xml and 'sharing_policy="SPLITDUPLEX"' in xml
     assert 'speed="22400000000.0f"' in xml  # 2.8 GHz x 8 flops per cycle
     assert "smpi/simulate-computation:no" in setup.cfg and "smpi/cpu-threshold:1e+09" in setup.cfg
     conf = Path(setup.env[CONFIG_ENV]).read_text()

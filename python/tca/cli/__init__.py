@@ -4,6 +4,7 @@
     tca bench dma-bw|pingpong|block-stride|local-copy --platform P [options] [--json]
                   [--plot FILE.png] [--trace FILE.json]
     tca run -n N [--fabric shm|sim --platform P] PROGRAM [ARGS...]
+    tca cc [compiler options] FILE.c ... -o PROGRAM
     tca victream bench|optimal ...
     tca demo [--out DIR]
 
@@ -16,7 +17,7 @@ import argparse
 import sys
 
 from tca import TcaError
-from tca.cli import bench, demo, platforms, run, victream
+from tca.cli import bench, cc, demo, platforms, run, victream
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tca", description="Tightly Coupled Accelerators: simulated platforms and benchmarks."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (platforms, bench, demo, run, victream):
+    for command in (platforms, bench, demo, run, cc, victream):
         command.add_parser(sub)
     return parser
 

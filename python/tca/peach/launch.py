@@ -10,7 +10,10 @@ forwarded to the ranks, which get the same grace period. Afterwards it removes a
 
 ``--fabric sim --platform P`` runs a Python program written with ``tca.peach.program.main`` once, with
 ``TCA_FABRIC=sim``, ``TCA_SIZE=N`` and ``TCA_PLATFORM=P``: its N ranks run as threads against the
-simulated platform's virtual clock (C programs run on the shm fabric only).
+simulated platform's virtual clock. A C program built with ``tca cc`` runs under SimGrid's
+``smpirun`` on the platform :mod:`tca.peach.smpi_platform` generates (MPI costs of MVAPICH2 on
+the platform's InfiniBand), with ``TCA_FABRIC=smpi``: its TCA calls drive the simulated fabric on
+SimGrid's clock (:mod:`tca.peach.cc`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from tca import TcaError
@@ -93,6 +97,7 @@ def run(
     timeout_s: float | None = None,
     bind: str = "none",
     platform: str | None = None,
+    sim: SimOptions | None = None,
 ) -> int:
     """Runs ``program`` as ``nranks`` ranks and returns the job's exit status."""
     if not 1 <= nranks <= MAX_RANKS:
@@ -101,11 +106,11 @@ def run(
         raise TcaError("no program given (usage: tca run -n N PROGRAM [ARGS...])")
     check_timeout(timeout_s)
     if fabric == "sim":
-        return run_simulated(nranks, program, platform or "peach2-testbed-2013", timeout_s)
+        return run_simulated(nranks, program, platform or "peach2-testbed-2013", timeout_s, sim)
     if fabric != "shm":
         raise TcaError(f"--fabric {fabric}: expected shm or sim")
-    if platform is not None:
-        raise TcaError("--platform applies to --fabric sim only")
+    if platform is not None or sim is not None:
+        raise TcaError("--platform, --compute, --no-gdr, --trace and --stats apply to --fabric sim only")
     if bind not in ("none", "core"):
         raise TcaError(f"--bind-to {bind}: expected none or core")
     job = job_id()
@@ -126,16 +131,71 @@ def with_interpreter(program: list[str]) -> list[str]:
     return [sys.executable, *program] if program[0].endswith(".py") else program
 
 
-def run_simulated(nranks: int, program: list[str], platform: str, timeout_s: float | None) -> int:
-    """Runs a ``tca.peach.program`` Python file once; its ranks run on the simulated platform."""
+@dataclass(frozen=True)
+class SimOptions:
+    """How a C program runs on the simulator (``tca run --fabric sim``)."""
+
+    compute: str = "none"  # none | declared | measured (tca.peach.smpi_platform.COMPUTE_MODES)
+    gdr: bool = True  # MVAPICH2 with GPUDirect RDMA
+    trace: Path | None = None  # Chrome trace of the TCA hardware
+    stats: bool = False  # a line of simulator statistics on stderr
+
+
+def links_simgrid(program: str) -> bool:
+    """Whether ``program`` is an SMPI program (it names libsimgrid among its libraries)."""
+    try:
+        with open(program, "rb") as f:
+            head = f.read(4)
+            return head == b"\x7fELF" and b"libsimgrid.so" in f.read()
+    except OSError as e:
+        raise TcaError(f"{program}: {e.strerror}") from e
+
+
+def run_smpi(nranks: int, program: list[str], platform: str, timeout_s: float | None, opts: SimOptions) -> int:
+    """Runs a C program built with ``tca cc`` under smpirun on the simulated platform."""
+    import shutil
+    import tempfile
+
+    from tca.peach import platforms, smpi_platform
+
+    if not links_simgrid(program[0]):
+        raise TcaError(
+            f"{program[0]} was not built with `tca cc` (it does not link SimGrid); "
+            "build it with `tca cc`, or run it on the shm fabric"
+        )
+    if shutil.which("smpirun") is None:
+        raise TcaError("--fabric sim for C programs needs SimGrid's smpirun: run `make smpi`")
+    path = platforms.resolve(platform)
+    with tempfile.TemporaryDirectory(prefix="tca-smpi-") as work:
+        setup = smpi_platform.prepare(path, nranks, Path(work), compute=opts.compute, gdr=opts.gdr)
+        env = dict(os.environ, **setup.env, TCA_FABRIC="smpi", TCA_PLATFORM=str(path))
+        for var in ("TCA_RANK", "TCA_SIZE", "TCA_JOB_ID", "TCA_TRACE", "TCA_SIM_STATS"):
+            env.pop(var, None)
+        if opts.trace is not None:
+            env["TCA_TRACE"] = str(Path(opts.trace).resolve())
+        if opts.stats:
+            env["TCA_SIM_STATS"] = "1"
+        exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
+        with Job() as job:
+            try:
+                job.start(smpi_platform.smpirun_command(setup, [exe, *program[1:]]), env, None)
+                return job.wait(timeout_s)
+            finally:
+                job.stop()
+
+
+def run_simulated(
+    nranks: int, program: list[str], platform: str, timeout_s: float | None, opts: SimOptions | None = None
+) -> int:
+    """Runs a ``tca.peach.program`` Python file once, or a C program built with ``tca cc``; its
+    ranks run on the simulated platform."""
     from tca.peach import platforms
 
     platforms.resolve(platform)  # a bad name is an error here, not in the program
     if not program[0].endswith(".py"):
-        raise TcaError(
-            f"--fabric sim runs Python programs written with tca.peach.program "
-            f"({program[0]} is not a .py file)"
-        )
+        return run_smpi(nranks, program, platform, timeout_s, opts or SimOptions())
+    if opts is not None and opts != SimOptions():
+        raise TcaError("--compute, --no-gdr, --trace and --stats apply to C programs on the simulator")
     env = dict(os.environ, TCA_FABRIC="sim", TCA_SIZE=str(nranks), TCA_PLATFORM=platform)
     for var in ("TCA_RANK", "TCA_JOB_ID"):
         env.pop(var, None)

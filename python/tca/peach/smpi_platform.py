@@ -42,6 +42,8 @@ COMPUTE_MODES = ("none", "declared", "measured")
 NEVER = 1e9  # seconds: a declared compute time below this is dropped in compute="none"
 CONFIG_NAME = "tca-smpi-mpi.conf"
 CONFIG_ENV = "TCA_SMPI_MPI_CONFIG"
+# The host of the TCA model's actor (crates/tca/smpi): one the platform has besides the nodes.
+MODEL_HOST_ENV = "TCA_SMPI_MODEL_HOST"
 
 
 @dataclass(frozen=True)
@@ -167,13 +169,14 @@ def platform_xml(name: str, nodes: int, path: HostPath, core_speed: float) -> st
     return f"""<?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <!-- {name}: written by tca.peach.smpi_platform from the platform TOML; do not edit.
-     One host per node; each node's InfiniBand ({m.rails} rail(s)) goes to a non-blocking switch.
+     One host per node, and one more (node{nodes}) that runs no rank: the TCA model's actor
+     lives there (MVAPICH2's collectives group ranks by the actors of a host). Each node's InfiniBand ({m.rails} rail(s)) goes to a non-blocking switch.
      Link bandwidth: min(rails x port rate, host adapter PCIe rate) = {m.rails} x {m.port_rate:.6g} B/s
      capped at {path.link_rate:.6g} B/s; link latency: hca_latency + wire_latency / 2.
      Message-size effects (one rail below striping_threshold, inline sends, rendezvous) are in
      the smpi/lat-factor and smpi/bw-factor options. -->
 <platform version="4.1">
-  <cluster id="{name}" prefix="node" suffix="" radical="0-{nodes - 1}" speed="{_num(core_speed)}f"
+  <cluster id="{name}" prefix="node" suffix="" radical="0-{nodes}" speed="{_num(core_speed)}f"
            bw="{_num(path.link_rate)}Bps" lat="{_num(link_latency)}s" sharing_policy="SPLITDUPLEX"/>
 </platform>
 """
@@ -258,7 +261,8 @@ def prepare(
     hostfile.write_text("".join(f"{host_name(i)}\n" for i in range(ranks)))
     conf = workdir / CONFIG_NAME
     conf.write_text(gpu_config(path, gdr))
-    return SmpiSetup(xml, hostfile, smpi_cfg(path, compute, speed), {CONFIG_ENV: str(conf.resolve())})
+    env = {CONFIG_ENV: str(conf.resolve()), MODEL_HOST_ENV: host_name(loaded.nodes)}
+    return SmpiSetup(xml, hostfile, smpi_cfg(path, compute, speed), env)
 
 
 def smpirun_command(setup: SmpiSetup, program: list[str]) -> list[str]:

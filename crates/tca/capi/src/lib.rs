@@ -2,8 +2,9 @@
 //! against the fabric interface [`tca_proto::Fabric`].
 //!
 //! `tcaInit` picks the fabric by `TCA_FABRIC` ([`registry`]): the shared-memory fabric
-//! (`shm`, the default) or one the embedding program registered with [`set_fabric_factory`]
-//! (the simulator runs C programs so). Every exported function ([`api`]) checks its pointers,
+//! (`shm`, the default), the simulator inside SimGrid SMPI (`smpi`, for programs built with
+//! `tca cc`; [`smpi`] has what its support library calls), or one the embedding program
+//! registered with [`set_fabric_factory`]. Every exported function ([`api`]) checks its pointers,
 //! converts its arguments, calls the calling thread's fabric and returns a `tcaresult`:
 //! `TCA_SUCCESS`, the stable code of a [`tca_proto::TcaError`], or a code of the ABI itself
 //! ([`results`]). A panic never crosses the boundary: it becomes `TCA_ERROR_INTERNAL`.
@@ -17,6 +18,7 @@
 pub mod api;
 pub mod registry;
 pub mod results;
+pub mod smpi;
 
 pub use registry::{fabric_names, set_fabric_factory, FabricFactory, RegisterError};
 pub use results::{c_errors, TCA_ERROR_INTERNAL, TCA_ERROR_INVALID_ARGUMENT, TCA_ERROR_UNKNOWN_FABRIC};

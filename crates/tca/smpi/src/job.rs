@@ -76,15 +76,18 @@ impl SmpiJob {
         Arc::new(SmpiJob { sg, sems, state: Mutex::new(state), on_end })
     }
 
-    /// Starts the job's model actor on the calling actor's host (once per process).
-    pub(crate) fn start_model(self: &Arc<Self>) {
+    /// Starts the job's model actor (once per process) on `host`, a host of the platform that
+    /// runs no rank (MVAPICH2's collectives group ranks by the actors of a host), else on the
+    /// calling actor's host.
+    pub(crate) fn start_model(self: &Arc<Self>, host: Option<&std::ffi::CStr>) {
         if MODEL.set(self.clone()).is_err() {
             return;
         }
-        // SAFETY: a SimGrid call from an actor; the name is NUL-terminated and the actor takes
+        // SAFETY: SimGrid calls from an actor; the names are NUL-terminated and the actor takes
         // no arguments.
         unsafe {
-            let host = (self.sg.host_self)();
+            let named = host.map_or(std::ptr::null_mut(), |h| (self.sg.host_by_name)(h.as_ptr()));
+            let host = if named.is_null() { (self.sg.host_self)() } else { named };
             let actor = (self.sg.actor_create)(c"tca-model".as_ptr(), host, model_actor, 0, std::ptr::null());
             (self.sg.actor_daemonize)(actor);
         }

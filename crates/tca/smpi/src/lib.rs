@@ -7,6 +7,7 @@
 //! Settings, from the environment `tca run` prepares:
 //! - `TCA_PLATFORM`: the platform file (TOML) of the simulated TCA hardware;
 //! - `TCA_TRACE`: write the hardware's Chrome trace-event JSON there when the job ends;
+//! - `TCA_SMPI_MODEL_HOST`: the SimGrid host that runs no rank, for the model actor;
 //! - `TCA_SIM_STATS`: print one line of statistics on stderr when the job ends (virtual time,
 //!   hardware events, events per wall-clock second).
 
@@ -107,7 +108,8 @@ pub fn join() -> FabricResult<SimRank> {
                 None => {
                     *slot = Some(job.clone());
                     drop(slot);
-                    job.start_model();
+                    let host = std::env::var("TCA_SMPI_MODEL_HOST").ok().and_then(|h| std::ffi::CString::new(h).ok());
+                    job.start_model(host.as_deref());
                     job
                 }
             }

@@ -48,6 +48,7 @@ functions! {
     sem_acquire_timeout = c"sg_sem_acquire_timeout": unsafe extern "C-unwind" fn(Opaque, f64) -> c_int,
     sem_release = c"sg_sem_release": unsafe extern "C-unwind" fn(Opaque),
     host_self = c"sg_host_self": unsafe extern "C" fn() -> Opaque,
+    host_by_name = c"sg_host_by_name": unsafe extern "C" fn(*const c_char) -> Opaque,
     actor_create = c"sg_actor_create_":
         unsafe extern "C-unwind" fn(*const c_char, Opaque, ActorMain, c_int, *const *const c_char) -> Opaque,
     actor_daemonize = c"sg_actor_daemonize": unsafe extern "C" fn(Opaque),
