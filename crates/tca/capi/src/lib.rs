@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod cuda;
 pub mod registry;
 pub mod results;
 
