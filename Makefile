@@ -80,9 +80,11 @@ mpi:
 	else echo "make mpi: not root (or no apt-get): MPI, OpenSHMEM and UCX variants skipped; install" \
 	  "$(MPI_PACKAGES) to build them"; fi
 
-# libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig).
+# libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig);
+# libtcacudart.so (target/release) with cuda_runtime.h (crates/tca/cuda/include), docs/cuda.md.
 capi:
 	cargo build --release -p tca-capi
+	cargo build --release -p tca-cuda
 	@mkdir -p target/release/pkgconfig
 	sed 's|@ROOT@|$(CURDIR)|' crates/tca/capi/tca.pc.in > target/release/pkgconfig/tca.pc
 
