@@ -103,12 +103,13 @@ fn cuda_copies_move_the_data_and_take_the_pcie_time() {
         assert_eq!((can01, can02), (1, 0), "GPUs 0 and 1 share a socket, 2 is on the other");
 
         // Pageable -> GPU 1 -> GPU 0 -> pinned -> pageable, each step checked.
-        let mut t = Vec::new();
-        t.push(timed_copy(job, dev, data.as_ptr().cast(), 8, H2D));
-        t.push(timed_copy(job, dev, data.as_ptr().cast(), N, DEFAULT));
-        t.push(timed_copy(job, dev2, dev, N, D2D));
-        t.push(timed_copy(job, pinned, dev2, 8, D2H));
-        t.push(timed_copy(job, pinned, dev2, N, DEFAULT));
+        let mut t = vec![
+            timed_copy(job, dev, data.as_ptr().cast(), 8, H2D),
+            timed_copy(job, dev, data.as_ptr().cast(), N, DEFAULT),
+            timed_copy(job, dev2, dev, N, D2D),
+            timed_copy(job, pinned, dev2, 8, D2H),
+            timed_copy(job, pinned, dev2, N, DEFAULT),
+        ];
         assert_eq!(std::slice::from_raw_parts(pinned.cast::<u8>(), N), &data[..], "the bytes went round");
         let mut back = vec![0u8; N];
         t.push(timed_copy(job, back.as_mut_ptr().cast(), pinned, N, H2H));

@@ -11,26 +11,36 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
+type SetDeviceFn = unsafe extern "C" fn(c_int) -> c_int;
+type GetDeviceFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+type DeviceCountFn = unsafe extern "C" fn(*mut c_int) -> c_int;
+type CanAccessPeerFn = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
+type MallocFn = unsafe extern "C" fn(*mut *mut c_void, usize, c_int) -> c_int;
+type FreeFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+type MemcpyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int;
+type MemsetFn = unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int;
+type PointerFn = unsafe extern "C" fn(*const c_void, *mut c_int, *mut c_int, *mut *mut c_void, *mut usize) -> c_int;
+
 /// The functions, with the signatures of `crates/tca/capi/src/cuda.rs`.
 pub struct Libtca {
     /// `tca_cuda_set_device`.
-    pub set_device: unsafe extern "C" fn(c_int) -> c_int,
+    pub set_device: SetDeviceFn,
     /// `tca_cuda_get_device`.
-    pub get_device: unsafe extern "C" fn(*mut c_int) -> c_int,
+    pub get_device: GetDeviceFn,
     /// `tca_cuda_device_count`.
-    pub device_count: unsafe extern "C" fn(*mut c_int) -> c_int,
+    pub device_count: DeviceCountFn,
     /// `tca_cuda_can_access_peer`.
-    pub can_access_peer: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int,
+    pub can_access_peer: CanAccessPeerFn,
     /// `tca_cuda_malloc`.
-    pub malloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_int) -> c_int,
+    pub malloc: MallocFn,
     /// `tca_cuda_free`.
-    pub free: unsafe extern "C" fn(*mut c_void, c_int) -> c_int,
+    pub free: FreeFn,
     /// `tca_cuda_memcpy`.
-    pub memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int,
+    pub memcpy: MemcpyFn,
     /// `tca_cuda_memset`.
-    pub memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int,
+    pub memset: MemsetFn,
     /// `tca_cuda_pointer`.
-    pub pointer: unsafe extern "C" fn(*const c_void, *mut c_int, *mut c_int, *mut *mut c_void, *mut usize) -> c_int,
+    pub pointer: PointerFn,
 }
 
 /// `dlsym` of `name` in `handle`.
@@ -53,22 +63,22 @@ fn dlerror() -> String {
 
 fn lookup(handle: *mut c_void) -> Result<Libtca, &'static CStr> {
     macro_rules! get {
-        ($name:literal) => {{
+        ($name:literal, $ty:ty) => {{
             let p = symbol(handle, $name).ok_or($name)?;
             // SAFETY: libtca.so defines this symbol with the signature of the field.
-            unsafe { std::mem::transmute::<*mut c_void, _>(p) }
+            unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
         }};
     }
     Ok(Libtca {
-        set_device: get!(c"tca_cuda_set_device"),
-        get_device: get!(c"tca_cuda_get_device"),
-        device_count: get!(c"tca_cuda_device_count"),
-        can_access_peer: get!(c"tca_cuda_can_access_peer"),
-        malloc: get!(c"tca_cuda_malloc"),
-        free: get!(c"tca_cuda_free"),
-        memcpy: get!(c"tca_cuda_memcpy"),
-        memset: get!(c"tca_cuda_memset"),
-        pointer: get!(c"tca_cuda_pointer"),
+        set_device: get!(c"tca_cuda_set_device", SetDeviceFn),
+        get_device: get!(c"tca_cuda_get_device", GetDeviceFn),
+        device_count: get!(c"tca_cuda_device_count", DeviceCountFn),
+        can_access_peer: get!(c"tca_cuda_can_access_peer", CanAccessPeerFn),
+        malloc: get!(c"tca_cuda_malloc", MallocFn),
+        free: get!(c"tca_cuda_free", FreeFn),
+        memcpy: get!(c"tca_cuda_memcpy", MemcpyFn),
+        memset: get!(c"tca_cuda_memset", MemsetFn),
+        pointer: get!(c"tca_cuda_pointer", PointerFn),
     })
 }
 

@@ -59,10 +59,8 @@ fn every_function_of_the_header_is_exported() {
         .collect();
     assert_eq!(declared.len(), 19, "{declared:?}");
     let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let sources: String = std::fs::read_dir(lib)
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
+    let sources: String =
+        std::fs::read_dir(lib).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
     for f in declared {
         assert!(sources.contains(&format!("extern \"C\" fn {f}(")), "{f} is declared but not defined");
     }
