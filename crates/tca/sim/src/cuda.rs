@@ -32,7 +32,8 @@ impl World {
         match self.cluster.address_map().node_of(addr) {
             Some(n) if n == u32::from(node) => Ok(()),
             owner => {
-                let detail = format!("{ptr:#x} is memory of node {owner:?}, not of node {node}");
+                let owner = owner.map_or("no node".to_string(), |n| format!("node {n}"));
+                let detail = format!("{ptr:#x} is memory of {owner}, not of node {node}");
                 Err(FabricError::with_detail(TcaError::InvalidHandle, detail))
             }
         }
