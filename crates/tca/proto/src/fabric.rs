@@ -312,9 +312,9 @@ pub trait Fabric: Send + Sync {
     /// Nodes of the job (`tcaGetNodeCount`).
     fn node_count(&self) -> FabricResult<u16>;
 
-    /// A zeroed buffer of `size` bytes in `mem` on this node (`tcaMalloc`); returns its address
-    /// on this node: a pointer the program may use on a real fabric, an address in simulated
-    /// memory on the simulator.
+    /// A zeroed buffer of `size` bytes in `mem` on this node (`tcaMalloc`); returns a pointer
+    /// of this process that the program may read and write through (on the simulator too: its
+    /// buffers are memory of the process; handles carry the model's address).
     fn malloc(&self, size: u64, mem: MemoryType) -> FabricResult<u64>;
 
     /// Releases a buffer of [`Fabric::malloc`] (`tcaFree`); handles of it stop working.
