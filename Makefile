@@ -103,9 +103,11 @@ $(SMPI_LIB): crates/tca/smpi/glue/deadlock.cpp crates/tca/smpi/c/mpi_gpu.c crate
 	smpicc -O2 -fPIC -c crates/tca/smpi/c/mpi_gpu.c -o target/smpi/mpi_gpu.o
 	g++ -shared -o $@ target/smpi/deadlock.o target/smpi/mpi_gpu.o -Ltarget/release -Wl,-rpath,'$$ORIGIN' -ltca -lsimgrid
 
-# libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig).
+# libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig);
+# libtcacudart.so (target/release) with cuda_runtime.h (crates/tca/cuda/include), docs/cuda.md.
 capi:
 	cargo build --release -p tca-capi
+	cargo build --release -p tca-cuda
 	@mkdir -p target/release/pkgconfig
 	sed 's|@ROOT@|$(CURDIR)|' crates/tca/capi/tca.pc.in > target/release/pkgconfig/tca.pc
 

@@ -29,6 +29,12 @@ for n in 2 4 8; do
     step $TCA run -n $n "$OUT/published_api"
 done
 
+# The CUDA runtime of tca on this fabric (no GPU: device memory is host memory), docs/cuda.md.
+cc -O2 -Wall -Wextra -Werror -o "$OUT/cuda_runtime" tests/shm/cuda_runtime.c -Icrates/tca/cuda/include \
+    -Ltarget/release -Wl,-rpath,"$PWD/target/release" -ltcacudart $flags
+step $TCA run -n 2 "$OUT/cuda_runtime"
+step $TCA run -n 3 "$OUT/cuda_runtime"
+
 # Inconsistent wait settings are refused at tcaInit, with the reason, at once.
 echo "== TCA_SPIN_US=30000000 TCA_TIMEOUT_MS=300 $TCA run -n 2 pingpong (must fail)"
 start=$(date +%s)

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod cuda;
 pub mod registry;
 pub mod results;
 pub mod smpi;

@@ -31,6 +31,14 @@
 //! with [`Fabric::wtime`] (simulated time on the simulator) and declares computation with
 //! [`Fabric::compute`].
 //!
+//! A CUDA runtime on top of a fabric (`libtcacudart.so`, docs/cuda.md) uses the methods with
+//! default implementations at the end of the trait: [`Fabric::malloc_on`] (`cudaMalloc` on the
+//! device `cudaSetDevice` chose, `cudaMallocHost`), [`Fabric::gpu_count`],
+//! [`Fabric::gpu_peer_access`], [`Fabric::pointer_info`] (`cudaPointerGetAttributes`) and
+//! [`Fabric::memcpy`] (`cudaMemcpy`). The defaults describe a node without a GPU, whose "device
+//! memory" is host memory (the shm fabric); the simulator overrides them with the platform's
+//! GPUs and the PCIe model's copy times.
+//!
 //! Every wait returns or fails: with [`TcaError::Timeout`] or [`TcaError::PeerDead`] on a real
 //! fabric, with [`TcaError::Deadlock`] on the simulator when no rank can move any more; the
 //! [`FabricError`] then says what each rank waited for.
@@ -172,6 +180,128 @@ impl PioRegion {
     }
 }
 
+/// Where a byte of a rank's address space lives, as a CUDA runtime sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemorySpace {
+    /// Ordinary memory of the process (`malloc`, the stack): pageable host memory.
+    Pageable,
+    /// Host memory of the fabric ([`MemoryType::Cpu`]: `tcaMalloc`, `cudaMallocHost`), pinned.
+    Pinned,
+    /// Memory of GPU `n` of this node ([`MemoryType::Gpu`]: `tcaMalloc`, `cudaMalloc`).
+    Device(u32),
+}
+
+impl MemorySpace {
+    /// Whether this is GPU memory.
+    pub fn is_device(self) -> bool {
+        matches!(self, MemorySpace::Device(_))
+    }
+}
+
+/// What [`Fabric::pointer_info`] knows of a pointer of this rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointerInfo {
+    /// The memory the pointer points into.
+    pub space: MemorySpace,
+    /// First byte of the fabric's allocation holding the pointer (the pointer itself for
+    /// [`MemorySpace::Pageable`]).
+    pub base: u64,
+    /// Bytes of that allocation (0 for [`MemorySpace::Pageable`]: not known).
+    pub size: u64,
+}
+
+impl PointerInfo {
+    /// A pointer into memory the fabric did not allocate.
+    pub fn pageable(ptr: u64) -> PointerInfo {
+        PointerInfo { space: MemorySpace::Pageable, base: ptr, size: 0 }
+    }
+
+    /// Whether `len` bytes from `ptr` (a pointer this info describes) stay inside the
+    /// allocation; always true for pageable memory, which the fabric cannot check.
+    pub fn holds(&self, ptr: u64, len: u64) -> bool {
+        self.space == MemorySpace::Pageable
+            || (ptr >= self.base && ptr.checked_add(len).is_some_and(|end| end <= self.base + self.size))
+    }
+}
+
+/// The direction a `cudaMemcpy` caller declares (`enum cudaMemcpyKind`, values as CUDA's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyKind {
+    /// `cudaMemcpyHostToHost` (0).
+    HostToHost = 0,
+    /// `cudaMemcpyHostToDevice` (1).
+    HostToDevice = 1,
+    /// `cudaMemcpyDeviceToHost` (2).
+    DeviceToHost = 2,
+    /// `cudaMemcpyDeviceToDevice` (3).
+    DeviceToDevice = 3,
+    /// `cudaMemcpyDefault` (4): the direction follows from the pointers (unified addressing).
+    Default = 4,
+}
+
+impl CopyKind {
+    /// Every kind, by value.
+    pub const ALL: [CopyKind; 5] = [
+        CopyKind::HostToHost,
+        CopyKind::HostToDevice,
+        CopyKind::DeviceToHost,
+        CopyKind::DeviceToDevice,
+        CopyKind::Default,
+    ];
+
+    /// The kind of CUDA value `v`; `None` for a value CUDA does not define.
+    pub fn from_value(v: i32) -> Option<CopyKind> {
+        usize::try_from(v).ok().and_then(|i| CopyKind::ALL.get(i)).copied()
+    }
+
+    /// The CUDA name (`cudaMemcpyHostToDevice`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyKind::HostToHost => "cudaMemcpyHostToHost",
+            CopyKind::HostToDevice => "cudaMemcpyHostToDevice",
+            CopyKind::DeviceToHost => "cudaMemcpyDeviceToHost",
+            CopyKind::DeviceToDevice => "cudaMemcpyDeviceToDevice",
+            CopyKind::Default => "cudaMemcpyDefault",
+        }
+    }
+
+    /// Whether a copy to `dst` from `src` is what this kind declares (host means pinned or
+    /// pageable).
+    pub fn admits(self, dst: MemorySpace, src: MemorySpace) -> bool {
+        let (d, s) = (dst.is_device(), src.is_device());
+        match self {
+            CopyKind::HostToHost => !d && !s,
+            CopyKind::HostToDevice => d && !s,
+            CopyKind::DeviceToHost => !d && s,
+            CopyKind::DeviceToDevice => d && s,
+            CopyKind::Default => true,
+        }
+    }
+}
+
+/// Checks a copy of `len` bytes to `dst` from `src` (pointers and what
+/// [`Fabric::pointer_info`] said of them) as `cudaMemcpy` does.
+///
+/// # Errors
+/// [`TcaError::InvalidHandle`] when `kind` contradicts the pointers; [`TcaError::OutOfBounds`]
+/// when the bytes leave an allocation of the fabric; each with a line saying which.
+pub fn check_copy(kind: CopyKind, dst: (u64, &PointerInfo), src: (u64, &PointerInfo), len: u64) -> FabricResult<()> {
+    if !kind.admits(dst.1.space, src.1.space) {
+        let detail = format!("{} from {:?} memory to {:?} memory", kind.name(), src.1.space, dst.1.space);
+        return Err(FabricError::with_detail(TcaError::InvalidHandle, detail));
+    }
+    for (what, (ptr, info)) in [("destination", dst), ("source", src)] {
+        if !info.holds(ptr, len) {
+            let detail = format!(
+                "the {what}'s {len} bytes at {ptr:#x} leave its {} B allocation at {:#x}",
+                info.size, info.base
+            );
+            return Err(FabricError::with_detail(TcaError::OutOfBounds, detail));
+        }
+    }
+    Ok(())
+}
+
 /// One rank of a running TCA job (see the module documentation for the call names).
 ///
 /// All methods take `&self`: a fabric may be used from several threads of its rank.
@@ -182,9 +312,9 @@ pub trait Fabric: Send + Sync {
     /// Nodes of the job (`tcaGetNodeCount`).
     fn node_count(&self) -> FabricResult<u16>;
 
-    /// A zeroed buffer of `size` bytes in `mem` on this node (`tcaMalloc`); returns its address
-    /// on this node: a pointer the program may use on a real fabric, an address in simulated
-    /// memory on the simulator.
+    /// A zeroed buffer of `size` bytes in `mem` on this node (`tcaMalloc`); returns a pointer
+    /// of this process that the program may read and write through (on the simulator too: its
+    /// buffers are memory of the process; handles carry the model's address).
     fn malloc(&self, size: u64, mem: MemoryType) -> FabricResult<u64>;
 
     /// Releases a buffer of [`Fabric::malloc`] (`tcaFree`); handles of it stop working.
@@ -246,6 +376,64 @@ pub trait Fabric: Send + Sync {
 
     /// Leaves the job (`tcaFinalize`); later calls fail with [`TcaError::NotInitialized`].
     fn finalize(&self) -> FabricResult<()>;
+
+    // ---- for a CUDA runtime (docs/cuda.md); the defaults describe a node without a GPU ----
+
+    /// GPUs of this node (`cudaGetDeviceCount`). Default: one, whose memory is host memory.
+    fn gpu_count(&self) -> FabricResult<u32> {
+        self.node_id()?;
+        Ok(1)
+    }
+
+    /// As [`Fabric::malloc`], with [`MemoryType::Gpu`] memory on GPU `gpu` of this node
+    /// (`cudaMalloc` after `cudaSetDevice(gpu)`).
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidNode`] for a GPU the node does not have; what `malloc` gives.
+    fn malloc_on(&self, size: u64, mem: MemoryType, gpu: u32) -> FabricResult<u64> {
+        let gpus = self.gpu_count()?;
+        if gpu >= gpus {
+            return Err(FabricError::with_detail(TcaError::InvalidNode, format!("GPU {gpu} of a node with {gpus}")));
+        }
+        self.malloc(size, mem)
+    }
+
+    /// Whether GPU `gpu` can write into GPU `peer`'s memory directly (`cudaDeviceCanAccessPeer`).
+    /// Default: never (one GPU).
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidNode`] for a GPU the node does not have.
+    fn gpu_peer_access(&self, gpu: u32, peer: u32) -> FabricResult<bool> {
+        let gpus = self.gpu_count()?;
+        if gpu >= gpus || peer >= gpus {
+            let detail = format!("GPUs {gpu} and {peer} of a node with {gpus}");
+            return Err(FabricError::with_detail(TcaError::InvalidNode, detail));
+        }
+        Ok(false)
+    }
+
+    /// What memory `ptr` points into (`cudaPointerGetAttributes`). Default: pageable memory
+    /// (a fabric that allocates overrides it).
+    fn pointer_info(&self, ptr: u64) -> FabricResult<PointerInfo> {
+        self.node_id()?;
+        Ok(PointerInfo::pageable(ptr))
+    }
+
+    /// Copies `len` bytes from `src` to `dst`, pointers of this rank into its device, pinned
+    /// or pageable memory, after [`check_copy`] (`cudaMemcpy`); returns when the copy is done.
+    /// Default: a CPU copy (`memmove`).
+    ///
+    /// # Safety
+    /// Pointers into pageable memory must be valid for `len` bytes (as for `memmove`): the
+    /// fabric can check only the memory it allocated.
+    unsafe fn memcpy(&self, dst: u64, src: u64, len: u64, kind: CopyKind) -> FabricResult<()> {
+        let (d, s) = (self.pointer_info(dst)?, self.pointer_info(src)?);
+        check_copy(kind, (dst, &d), (src, &s), len)?;
+        let len = usize::try_from(len).map_err(|_| TcaError::TooLarge)?;
+        // SAFETY: the caller's contract; ranges inside the fabric's allocations were checked.
+        unsafe { std::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, len) };
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -11,10 +11,12 @@ use crate::ring::Producer;
 use crate::segment::{state, Segment, HEAP};
 use crate::store_lock::StoreLock;
 use crate::wait::WaitPolicy;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
+use tca_proto::fabric::PointerInfo;
 use tca_proto::{
     Desc, Engine, Fabric, FabricError, FabricResult, Handle, MemoryType, PioRegion, TcaError, TcaResult, CHANNELS,
 };
@@ -42,6 +44,8 @@ pub(crate) struct Inner {
     pub segs: Vec<Segment>,
     pub engine: Mutex<Engine>,
     pub heap: Mutex<Heap>,
+    /// Heap offsets of the blocks allocated as GPU memory (host memory here, docs/cuda.md).
+    pub gpu_blocks: Mutex<BTreeSet<u64>>,
     /// Chaining-mode descriptor table of each channel: (heap offset, entries).
     pub tables: Mutex<[Option<(u64, usize)>; CHANNELS]>,
     /// Bytes of the chain set on each channel (a kick decides without the engine lock who
@@ -152,6 +156,7 @@ impl ShmFabric {
         let size = cfg.size;
         let inner = Arc::new(Inner {
             heap: Mutex::new(Heap::new(HEAP as u64, heap_bytes)),
+            gpu_blocks: Mutex::default(),
             cfg,
             policy,
             segs,
@@ -313,5 +318,11 @@ impl Fabric for ShmFabric {
         h.state.store(state::FINISHED, Ordering::Release);
         inner.ring_all_app_bells();
         Ok(())
+    }
+
+    /// This host has no GPU: a buffer allocated as GPU memory is host memory of the segment,
+    /// reported as device 0 (the trait's default `memcpy` then copies with the CPU).
+    fn pointer_info(&self, ptr: u64) -> FabricResult<PointerInfo> {
+        Ok(self.inner.pointer_info(ptr)?)
     }
 }

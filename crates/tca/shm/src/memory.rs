@@ -10,16 +10,20 @@
 
 use crate::fabric::{lock, Inner};
 use crate::segment;
+use tca_proto::fabric::{MemorySpace, PointerInfo};
 use tca_proto::handle::MAX_HANDLES;
 use tca_proto::{Handle, MemoryType, TcaError, TcaResult};
 
 impl Inner {
-    pub(crate) fn malloc(&self, size: u64, _mem: MemoryType) -> TcaResult<u64> {
+    pub(crate) fn malloc(&self, size: u64, mem: MemoryType) -> TcaResult<u64> {
         self.check_live()?;
         if size == 0 {
             return Err(TcaError::ZeroSize);
         }
         let off = self.alloc(size)?;
+        if mem == MemoryType::Gpu {
+            lock(&self.gpu_blocks).insert(off);
+        }
         Ok(self.own().base() as u64 + off)
     }
 
@@ -31,7 +35,19 @@ impl Inner {
         // Handles of the block stop working before its memory can be handed out again.
         self.drop_handles_in(off, len);
         heap.free(off);
+        lock(&self.gpu_blocks).remove(&off);
         Ok(())
+    }
+
+    /// Which memory `ptr` points into: a block of this rank's heap (allocated as GPU memory or
+    /// not), or memory of the process the fabric did not allocate.
+    pub(crate) fn pointer_info(&self, ptr: u64) -> TcaResult<PointerInfo> {
+        self.check_live()?;
+        let Some((off, len)) = self.own_offset(ptr).and_then(|o| lock(&self.heap).block_of(o, 1)) else {
+            return Ok(PointerInfo::pageable(ptr));
+        };
+        let space = if lock(&self.gpu_blocks).contains(&off) { MemorySpace::Device(0) } else { MemorySpace::Pinned };
+        Ok(PointerInfo { space, base: self.own().base() as u64 + off, size: len })
     }
 
     pub(crate) fn create_handle(&self, addr: u64, size: u64, mem: MemoryType) -> TcaResult<Handle> {

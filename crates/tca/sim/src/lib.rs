@@ -13,6 +13,8 @@
 #![warn(missing_docs)]
 
 mod actions;
+mod copy_time;
+mod cuda;
 pub mod experiment;
 mod job;
 mod memory;

@@ -1,36 +1,91 @@
-//! Contents of simulated memory: the buffers `tcaMalloc` handed out on each node, with their
-//! bytes, found by global (window) address.
+//! Contents of simulated memory: the buffers `tcaMalloc` (and `cudaMalloc`) handed out on each
+//! node, found by global (window) address, the address the model routes.
+//!
+//! Every buffer is a real allocation of this process, so that a program gets a pointer it can
+//! use (a C program reads and writes its buffers between calls, as on the hardware) and the
+//! bytes the model moves are the bytes the program sees. The buffers are only ever touched
+//! through raw pointers, never through a Rust reference that would outlive one copy: the
+//! program writes them between calls, the model reads and writes them while every rank waits
+//! in a call (the job's rule), so the two never run at once.
 
+use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
+use std::ptr::NonNull;
+
+/// Alignment of every buffer in this process: a page, as the model's addresses are, so that
+/// the low address bits the API checks are the same in both.
+pub(crate) const ALIGN: usize = 4096;
 
 /// One allocation.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Buffer {
-    data: Vec<u8>,
+    ptr: NonNull<u8>,
+    len: usize,
 }
 
-/// Buffers of the whole cluster, keyed by their global start address.
+impl Buffer {
+    fn layout(len: usize) -> Option<Layout> {
+        Layout::from_size_align(len, ALIGN).ok()
+    }
+}
+
+/// Buffers of the whole cluster, keyed by their global start address, and the global address
+/// of each by its pointer.
 #[derive(Debug, Default)]
 pub struct Memory {
     buffers: BTreeMap<u64, Buffer>,
+    by_ptr: BTreeMap<usize, u64>,
 }
 
+// SAFETY: the buffers are owned by the map (allocated in `add`, freed in `remove` or drop);
+// the raw pointers are not shared with another owner inside Rust.
+unsafe impl Send for Memory {}
+
 impl Memory {
-    /// Adds a zeroed buffer of `len` bytes at global address `addr`.
-    pub fn add(&mut self, addr: u64, len: u64) {
-        self.buffers.insert(addr, Buffer { data: vec![0; len as usize] });
+    /// Adds a zeroed buffer of `len` bytes (at least one) at global address `addr`; returns
+    /// its pointer, or `None` when the process has no memory for it.
+    pub fn add(&mut self, addr: u64, len: u64) -> Option<u64> {
+        let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
+        let layout = Buffer::layout(len)?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
+        self.by_ptr.insert(ptr.as_ptr() as usize, addr);
+        if let Some(old) = self.buffers.insert(addr, Buffer { ptr, len }) {
+            // The model handed out an address twice: keep the new buffer, free the old one.
+            self.release(old);
+        }
+        Some(ptr.as_ptr() as u64)
+    }
+
+    fn release(&mut self, b: Buffer) {
+        self.by_ptr.remove(&(b.ptr.as_ptr() as usize));
+        let layout = Buffer::layout(b.len).expect("the layout it was allocated with");
+        // SAFETY: allocated in `add` with this layout and removed from the map.
+        unsafe { dealloc(b.ptr.as_ptr(), layout) };
     }
 
     /// Removes the buffer starting at `addr`.
     pub fn remove(&mut self, addr: u64) -> bool {
-        self.buffers.remove(&addr).is_some()
+        match self.buffers.remove(&addr) {
+            Some(b) => {
+                self.release(b);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The buffer holding `[addr, addr + len)` and the offset of `addr` in it.
-    fn locate(&self, addr: u64, len: u64) -> Option<(u64, usize)> {
+    fn locate(&self, addr: u64, len: u64) -> Option<(&Buffer, usize)> {
         let (&start, buf) = self.buffers.range(..=addr).next_back()?;
         let off = addr - start;
-        (off + len <= buf.data.len() as u64).then_some((start, off as usize))
+        (off.checked_add(len)? <= buf.len as u64).then_some((buf, off as usize))
+    }
+
+    /// Raw pointer to `len` bytes at global `addr`, if they lie in one buffer.
+    fn raw(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        let (buf, off) = self.locate(addr, len)?;
+        Some(buf.ptr.as_ptr().wrapping_add(off))
     }
 
     /// Whether `[addr, addr + len)` lies inside one buffer.
@@ -38,38 +93,52 @@ impl Memory {
         self.locate(addr, len).is_some()
     }
 
+    /// The global address of pointer `ptr` and the buffer holding it (its global start and
+    /// length); `None` for a pointer into no buffer.
+    pub fn global_of(&self, ptr: u64) -> Option<(u64, u64, u64)> {
+        let p = usize::try_from(ptr).ok()?;
+        let (&start, &addr) = self.by_ptr.range(..=p).next_back()?;
+        let buf = &self.buffers[&addr];
+        let off = p - start;
+        (off < buf.len).then_some((addr + off as u64, addr, buf.len as u64))
+    }
+
     /// Copies `len` bytes at `addr` out; `None` if they are not inside one buffer.
     pub fn read(&self, addr: u64, len: u64) -> Option<Vec<u8>> {
-        let (start, off) = self.locate(addr, len)?;
-        Some(self.buffers[&start].data[off..off + len as usize].to_vec())
+        let src = self.raw(addr, len)?;
+        let mut out = vec![0; len as usize];
+        // SAFETY: `src` has `len` bytes inside a live buffer; `out` is a fresh vector.
+        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+        Some(out)
     }
 
     /// Writes `bytes` at `addr`; `false` if they do not fit in one buffer.
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> bool {
-        let Some((start, off)) = self.locate(addr, bytes.len() as u64) else {
+        let Some(dst) = self.raw(addr, bytes.len() as u64) else {
             return false;
         };
-        let buf = self.buffers.get_mut(&start).expect("located");
-        buf.data[off..off + bytes.len()].copy_from_slice(bytes);
+        // SAFETY: `dst` has `bytes.len()` bytes inside a live buffer, which `bytes` (a Rust
+        // slice the caller owns) is not part of.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
         true
     }
 
     /// Copies `len` bytes from `src` to `dst` (both global); `false` if either is not mapped.
     pub fn copy(&mut self, src: u64, dst: u64, len: u64) -> bool {
-        let (Some((s, so)), Some((d, doff))) = (self.locate(src, len), self.locate(dst, len)) else {
+        let (Some(s), Some(d)) = (self.raw(src, len), self.raw(dst, len)) else {
             return false;
         };
-        let len = len as usize;
-        if s == d {
-            self.buffers.get_mut(&s).expect("located").data.copy_within(so..so + len, doff);
-        } else {
-            // Take the source out while writing the destination (moves no bytes).
-            let from = self.buffers.remove(&s).expect("located");
-            let to = self.buffers.get_mut(&d).expect("located");
-            to.data[doff..doff + len].copy_from_slice(&from.data[so..so + len]);
-            self.buffers.insert(s, from);
-        }
+        // SAFETY: both ranges lie inside live buffers; they may overlap (one buffer).
+        unsafe { std::ptr::copy(s, d, len as usize) };
         true
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        for (_, b) in std::mem::take(&mut self.buffers) {
+            self.release(b);
+        }
     }
 }
 
@@ -80,14 +149,37 @@ mod tests {
     #[test]
     fn reads_writes_and_copies_inside_buffers_only() {
         let mut m = Memory::default();
-        m.add(1000, 16);
-        m.add(2000, 16);
+        m.add(1000, 16).unwrap();
+        m.add(2000, 16).unwrap();
         assert!(m.write(1004, &[1, 2, 3, 4]));
         assert!(m.copy(1004, 2012, 4));
         assert_eq!(m.read(2012, 4), Some(vec![1, 2, 3, 4]));
         assert!(!m.write(1014, &[0; 4]), "crosses the end of the buffer");
         assert_eq!(m.read(1500, 1), None);
+        assert!(m.copy(1004, 1006, 4), "overlapping inside one buffer");
+        assert_eq!(m.read(1004, 6), Some(vec![1, 2, 1, 2, 3, 4]));
         assert!(m.remove(1000));
         assert_eq!(m.read(1004, 1), None);
+        assert!(!m.remove(1000));
+    }
+
+    #[test]
+    fn buffers_are_real_memory_found_by_pointer() {
+        let mut m = Memory::default();
+        let p = m.add(1 << 40, 8192).unwrap();
+        assert_eq!(p % ALIGN as u64, 0);
+        // What the program stores through its pointer is what the model reads, and back.
+        // SAFETY: p has 8192 bytes.
+        unsafe { *((p + 100) as usize as *mut u8) = 42 };
+        assert_eq!(m.read((1 << 40) + 100, 1), Some(vec![42]));
+        assert!(m.write((1 << 40) + 8191, &[7]));
+        // SAFETY: as above.
+        assert_eq!(unsafe { *((p + 8191) as usize as *const u8) }, 7);
+        assert_eq!(m.global_of(p + 100), Some(((1 << 40) + 100, 1 << 40, 8192)));
+        assert_eq!(m.global_of(p + 8192), None, "one past the end");
+        assert_eq!(m.global_of(p.wrapping_sub(1)), None);
+        assert!(m.remove(1 << 40));
+        assert_eq!(m.global_of(p), None);
+        assert_eq!(m.add(5, 0), None, "no empty buffers");
     }
 }

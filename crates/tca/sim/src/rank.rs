@@ -1,10 +1,16 @@
 //! One rank of a simulated job as a [`Fabric`]: the TCA calls of a program, carried out in
 //! virtual time.
+//!
+//! Buffers are real memory of this process: `malloc` returns a pointer the program may use
+//! (a C program reads and writes through it), and `create_handle` / `free` take such a
+//! pointer. Handles carry the buffer's address in the model's PCIe window, the address the
+//! model routes ([`SimRank::model_addr`] gives it for a pointer).
 
 use crate::world::{Op, Reply};
 use crate::Driver;
 use base::SimTime;
 use std::sync::Arc;
+use tca_proto::fabric::{CopyKind, PointerInfo};
 use tca_proto::{Desc, Fabric, FabricError, FabricResult, Handle, MemoryType, PioRegion, TcaError};
 
 /// Rank `rank` of a job (a [`crate::SimJob`], or a job inside another simulator).
@@ -53,11 +59,22 @@ impl SimRank {
         }
     }
 
-    /// `tcaMalloc` on GPU `gpu` of this rank's node (for [`MemoryType::Gpu`]; what
-    /// `cudaSetDevice` selects in a CUDA program).
-    pub fn malloc_on(&self, size: u64, mem: MemoryType, gpu: u32) -> FabricResult<u64> {
-        match self.call(Op::Malloc { size, mem, gpu })? {
+    /// The address in the model's PCIe window of `ptr`, a pointer into a buffer of this rank
+    /// (what a handle of it carries).
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] for a pointer into no buffer of this rank.
+    pub fn model_addr(&self, ptr: u64) -> FabricResult<u64> {
+        match self.call(Op::ModelAddr { ptr })? {
             Reply::Addr(a) => Ok(a),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    /// Socket of each GPU of the node.
+    fn gpu_sockets(&self) -> FabricResult<Vec<u32>> {
+        match self.call(Op::GpuSockets)? {
+            Reply::Sockets(s) => Ok(s),
             other => Err(mismatch(other)),
         }
     }
@@ -80,16 +97,20 @@ impl Fabric for SimRank {
         Ok(self.job.ranks() as u16)
     }
 
+    /// A zeroed buffer (on GPU 0 for [`MemoryType::Gpu`]); returns its pointer in this
+    /// process.
     fn malloc(&self, size: u64, mem: MemoryType) -> FabricResult<u64> {
         self.malloc_on(size, mem, 0)
     }
 
-    fn free(&self, addr: u64) -> FabricResult<()> {
-        self.unit(Op::Free { addr })
+    /// `ptr` must be the pointer `malloc` returned.
+    fn free(&self, ptr: u64) -> FabricResult<()> {
+        self.unit(Op::Free { addr: ptr })
     }
 
-    fn create_handle(&self, addr: u64, size: u64, mem: MemoryType) -> FabricResult<Handle> {
-        match self.call(Op::CreateHandle { addr, size, mem })? {
+    /// `ptr` points into a buffer of this rank; the handle carries its model address.
+    fn create_handle(&self, ptr: u64, size: u64, mem: MemoryType) -> FabricResult<Handle> {
+        match self.call(Op::CreateHandle { addr: ptr, size, mem })? {
             Reply::Handle(h) => Ok(h),
             other => Err(mismatch(other)),
         }
@@ -181,5 +202,42 @@ impl Fabric for SimRank {
     fn finalize(&self) -> FabricResult<()> {
         self.job.finish(self.rank);
         Ok(())
+    }
+
+    /// The platform's GPUs per node.
+    fn gpu_count(&self) -> FabricResult<u32> {
+        Ok(self.gpu_sockets()?.len() as u32)
+    }
+
+    /// A buffer on GPU `gpu` of this rank's node for [`MemoryType::Gpu`] (what `cudaSetDevice`
+    /// selects in a CUDA program); the pointer in this process.
+    fn malloc_on(&self, size: u64, mem: MemoryType, gpu: u32) -> FabricResult<u64> {
+        match self.call(Op::Malloc { size, mem, gpu })? {
+            Reply::Addr(a) => Ok(a),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    /// Two GPUs behind the same CPU socket.
+    fn gpu_peer_access(&self, gpu: u32, peer: u32) -> FabricResult<bool> {
+        let sockets = self.gpu_sockets()?;
+        let gpus = sockets.len() as u32;
+        if gpu >= gpus || peer >= gpus {
+            let detail = format!("GPUs {gpu} and {peer} of a node with {gpus}");
+            return Err(FabricError::with_detail(TcaError::InvalidNode, detail));
+        }
+        Ok(crate::copy_time::peer_access(&sockets, gpu, peer))
+    }
+
+    fn pointer_info(&self, ptr: u64) -> FabricResult<PointerInfo> {
+        match self.call(Op::PointerInfo { ptr })? {
+            Reply::Pointer(p) => Ok(p),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    /// Copies the bytes at once, then waits the simulated time of the copy (docs/cuda.md).
+    unsafe fn memcpy(&self, dst: u64, src: u64, len: u64, kind: CopyKind) -> FabricResult<()> {
+        self.unit(Op::Memcpy { dst, src, len, kind })
     }
 }

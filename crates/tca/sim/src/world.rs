@@ -11,6 +11,7 @@ use base::{SimTime, Trace};
 use tca_model::platform::Platform;
 use tca_model::router::Target;
 use tca_model::{Cluster, Output};
+use tca_proto::fabric::{CopyKind, PointerInfo};
 use tca_proto::{ChannelState, Desc, Engine, FabricError, Handle, MemoryType, TcaError, WaitStatus, CHANNELS};
 
 /// Allocations are aligned to this (a page).
@@ -23,6 +24,10 @@ pub enum Op {
     Malloc { size: u64, mem: MemoryType, gpu: u32 },
     Free { addr: u64 },
     CreateHandle { addr: u64, size: u64, mem: MemoryType },
+    ModelAddr { ptr: u64 },
+    PointerInfo { ptr: u64 },
+    Memcpy { dst: u64, src: u64, len: u64, kind: CopyKind },
+    GpuSockets,
     DestroyHandle { handle: Handle },
     Write { handle: Handle, offset: u64, bytes: Vec<u8> },
     Read { handle: Handle, offset: u64, len: u64 },
@@ -67,6 +72,8 @@ pub enum Reply {
     Bytes(Vec<u8>),
     Gathered(Vec<Vec<u8>>),
     Time(SimTime),
+    Pointer(PointerInfo),
+    Sockets(Vec<u32>),
 }
 
 /// A request that must wait for the simulation.
@@ -215,20 +222,32 @@ impl World {
         let engine = node as usize;
         match op {
             Op::Malloc { size, mem, gpu } => done(Reply::Addr(self.malloc(node, size, mem, gpu)?)),
-            Op::Free { addr } => {
+            Op::Free { addr: ptr } => {
+                let addr = self.own_global(node, ptr)?;
                 if !self.memory.remove(addr) {
-                    return Err(TcaError::InvalidHandle.into());
+                    let detail = format!("{ptr:#x} is inside a buffer, not at its start");
+                    return Err(FabricError::with_detail(TcaError::InvalidHandle, detail));
                 }
                 done(Reply::Unit)
             }
-            Op::CreateHandle { addr, size, mem } => {
-                if !self.memory.contains(addr, size.max(1))
-                    || self.cluster.address_map().node_of(addr) != Some(u32::from(node))
-                {
-                    return Err(TcaError::InvalidHandle.into());
+            Op::CreateHandle { addr: ptr, size, mem } => {
+                let addr = self.own_global(node, ptr)?;
+                if !self.memory.contains(addr, size.max(1)) {
+                    let detail = format!("{size} bytes at {ptr:#x} leave the buffer");
+                    return Err(FabricError::with_detail(TcaError::InvalidHandle, detail));
                 }
                 done(Reply::Handle(self.engines[engine].create_handle(addr, size, mem)?))
             }
+            Op::ModelAddr { ptr } => done(Reply::Addr(self.own_global(node, ptr)?)),
+            Op::PointerInfo { ptr } => done(Reply::Pointer(self.pointer_info(node, ptr)?)),
+            Op::Memcpy { dst, src, len, kind } => {
+                let took = self.memcpy(node, dst, src, len, kind)?;
+                let until = self.now.as_ps().checked_add(took.as_ps()).map(SimTime::from_ps).ok_or_else(|| {
+                    FabricError::with_detail(TcaError::TooLarge, "the copy ends past the end of simulated time")
+                })?;
+                Ok(Submitted::Wait(Wait::Until(until)))
+            }
+            Op::GpuSockets => done(Reply::Sockets(self.platform.gpu.sockets.clone())),
             Op::DestroyHandle { handle } => {
                 self.engines[engine].destroy_handle(&handle)?;
                 done(Reply::Unit)
@@ -301,7 +320,7 @@ impl World {
         }
     }
 
-    /// `tcaMalloc`: a zeroed buffer on `node`; its global address.
+    /// `tcaMalloc`: a zeroed buffer on `node`; its pointer in this process.
     fn malloc(&mut self, node: u16, size: u64, mem: MemoryType, gpu: u32) -> Result<u64, FabricError> {
         if size == 0 {
             return Err(TcaError::ZeroSize.into());
@@ -311,7 +330,10 @@ impl World {
         let (target, cursor, limit) = match mem {
             MemoryType::Cpu => (Target::Host(a.host_next), &mut a.host_next, map.host_bytes),
             MemoryType::Gpu => {
-                let next = a.gpu_next.get_mut(gpu as usize).ok_or(TcaError::InvalidHandle)?;
+                let gpus = a.gpu_next.len();
+                let next = a.gpu_next.get_mut(gpu as usize).ok_or_else(|| {
+                    FabricError::with_detail(TcaError::InvalidNode, format!("GPU {gpu} of a node with {gpus}"))
+                })?;
                 (Target::Gpu(gpu, *next), next, map.gpu_bytes)
             }
         };
@@ -321,8 +343,9 @@ impl World {
             _ => return Err(TcaError::OutOfMemory.into()),
         }
         let addr = map.global(u32::from(node), target);
-        self.memory.add(addr, size);
-        Ok(addr)
+        self.memory.add(addr, size).ok_or_else(|| {
+            FabricError::with_detail(TcaError::OutOfMemory, format!("this process cannot back {size} bytes"))
+        })
     }
 
     /// When `w` is satisfied, if that is known now (a notification is consumed), or why it

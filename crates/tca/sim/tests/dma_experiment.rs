@@ -76,7 +76,7 @@ fn bad_runs_are_errors() {
     assert_eq!(e(Host, Host, Chaining, 0, 1), TcaError::ZeroSize);
     assert_eq!(e(Host, Host, Chaining, 64, 0), TcaError::ZeroSize);
     assert_eq!(e(Host, Host, Register, 64, 17), TcaError::RegisterModeFull);
-    assert_eq!(e(Gpu(4), Host, Chaining, 64, 1), TcaError::InvalidHandle);
+    assert_eq!(e(Gpu(4), Host, Chaining, 64, 1), TcaError::InvalidNode, "a GPU the node does not have");
     assert_eq!(e(Host, Gpu(0), Chaining, 1 << 30, 8), TcaError::OutOfMemory);
 }
 
