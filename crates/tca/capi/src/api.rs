@@ -134,14 +134,15 @@ pub unsafe extern "C" fn tcaGetNodeCount(nodes: *mut c_int) -> c_int {
     })
 }
 
-/// `tcaMalloc`.
+/// `tcaMalloc`: GPU memory on the GPU `cudaSetDevice` chose.
 #[no_mangle]
 pub unsafe extern "C" fn tcaMalloc(ptr: *mut *mut c_void, size: usize, mem: c_int) -> c_int {
     run(|| {
         let out = ptr.as_mut().ok_or(CErr::Arg)?;
         let mem = mem_type(mem)?;
+        let gpu = if mem == MemoryType::Gpu { crate::cuda::current_device() } else { 0 };
         let addr = with_fabric(|f| {
-            let addr = f.malloc(size as u64, mem)?;
+            let addr = f.malloc_on(size as u64, mem, gpu)?;
             blocks().insert((fabric_key(f), addr), mem);
             Ok(addr)
         })?;

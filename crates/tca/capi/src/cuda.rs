@@ -14,19 +14,25 @@
 
 use crate::registry::{self, with_fabric};
 use crate::results::{run, CErr};
-use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
 use tca_proto::fabric::{CopyKind, MemorySpace};
 use tca_proto::{Fabric, MemoryType, TcaError};
 
-thread_local! {
-    /// The GPU `cudaSetDevice` chose on this thread (CUDA's current device is per host thread).
-    static DEVICE: Cell<u32> = const { Cell::new(0) };
+/// The GPU `cudaSetDevice` chose, by caller ([`registry::caller_key`]: CUDA's current device
+/// is per host thread; inside SMPI, per rank).
+static DEVICE: Mutex<BTreeMap<u64, u32>> = Mutex::new(BTreeMap::new());
+
+/// The GPU the caller's CUDA calls use (`cudaSetDevice`).
+pub(crate) fn current_device() -> u32 {
+    DEVICE.lock().unwrap_or_else(|e| e.into_inner()).get(&registry::caller_key()).copied().unwrap_or(0)
 }
 
-/// The GPU the calling thread's CUDA calls use (`cudaSetDevice`).
-pub(crate) fn current_device() -> u32 {
-    DEVICE.with(Cell::get)
+/// [`registry::caller_key`], for the runtime's own per-rank state (its last error).
+#[no_mangle]
+pub extern "C" fn tca_cuda_caller() -> u64 {
+    std::panic::catch_unwind(registry::caller_key).unwrap_or(0)
 }
 
 /// Calls `f` with the calling thread's fabric, joining the job first if the thread has not.
@@ -54,7 +60,7 @@ pub extern "C" fn tca_cuda_set_device(device: c_int) -> c_int {
             Ok(_) | Err(CErr::Tca(TcaError::NotInitialized)) => {}
             Err(e) => return Err(e),
         }
-        DEVICE.with(|c| c.set(d));
+        DEVICE.lock().unwrap_or_else(|e| e.into_inner()).insert(registry::caller_key(), d);
         Ok(())
     })
 }

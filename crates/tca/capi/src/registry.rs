@@ -99,6 +99,22 @@ pub fn fabric_names() -> Vec<String> {
     [SHM, SMPI].into_iter().map(String::from).chain(all.iter().map(|(n, _)| n.clone())).collect()
 }
 
+/// Who is calling, for state kept per rank of a process (the CUDA runtime's current device,
+/// last error, peer access): the SimGrid actor inside SMPI (every rank runs on one thread
+/// there), else the thread.
+pub fn caller_key() -> u64 {
+    thread_local! {
+        static THREAD_KEY: u64 = {
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        };
+    }
+    match tca_smpi::caller() {
+        Some(pid) => (1 << 63) | pid as u64,
+        None => THREAD_KEY.with(|k| *k),
+    }
+}
+
 /// The calling SMPI rank's fabric, if it joined.
 fn actor_fabric() -> Option<Arc<dyn Fabric>> {
     let actors = ACTORS.lock().unwrap_or_else(|e| e.into_inner());

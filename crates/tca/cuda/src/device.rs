@@ -2,7 +2,7 @@
 //! `cudaDeviceCanAccessPeer`, `cudaDeviceEnablePeerAccess`, `cudaDeviceDisablePeerAccess`.
 //!
 //! The devices are the GPUs of the rank's node (the platform's on the simulator, one on the
-//! shm fabric). The current device is per host thread, as in CUDA; `cudaSetDevice` records it
+//! shm fabric). The current device is per host thread, as in CUDA (per rank inside SMPI); `cudaSetDevice` records it
 //! without joining the job.
 
 use crate::errors::{
@@ -10,13 +10,16 @@ use crate::errors::{
     SUCCESS,
 };
 use crate::memory::with_libtca;
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_uint};
+use std::sync::Mutex;
 
-thread_local! {
-    /// (device, peer) pairs with peer access enabled on this thread.
-    static PEERS: RefCell<BTreeSet<(c_int, c_int)>> = const { RefCell::new(BTreeSet::new()) };
+/// (caller, device, peer) triples with peer access enabled (per host thread in CUDA; per rank
+/// inside SMPI: `crate::libtca::caller`).
+static PEERS: Mutex<BTreeSet<(u64, c_int, c_int)>> = Mutex::new(BTreeSet::new());
+
+fn peers() -> std::sync::MutexGuard<'static, BTreeSet<(u64, c_int, c_int)>> {
+    PEERS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// `cudaSetDevice`.
@@ -77,7 +80,7 @@ pub extern "C" fn cudaDeviceEnablePeerAccess(peer: c_int, flags: c_uint) -> Cuda
             return INVALID_VALUE;
         }
         match current_and_access(peer) {
-            Ok(d) if PEERS.with(|p| p.borrow_mut().insert((d, peer))) => SUCCESS,
+            Ok(d) if peers().insert((crate::libtca::caller(), d, peer)) => SUCCESS,
             Ok(_) => PEER_ACCESS_ALREADY_ENABLED,
             Err(e) => e,
         }
@@ -88,7 +91,7 @@ pub extern "C" fn cudaDeviceEnablePeerAccess(peer: c_int, flags: c_uint) -> Cuda
 #[no_mangle]
 pub extern "C" fn cudaDeviceDisablePeerAccess(peer: c_int) -> CudaError {
     api(|| match current_and_access(peer) {
-        Ok(d) if PEERS.with(|p| p.borrow_mut().remove(&(d, peer))) => SUCCESS,
+        Ok(d) if peers().remove(&(crate::libtca::caller(), d, peer)) => SUCCESS,
         Ok(_) => PEER_ACCESS_NOT_ENABLED,
         Err(e) => e,
     })

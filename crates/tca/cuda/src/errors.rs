@@ -6,9 +6,10 @@
 //! thread's last error when it is not `cudaSuccess`, and a panic becomes
 //! [`UNKNOWN`] instead of unwinding into C.
 
-use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 use tca_proto::{TcaError, TCA_SUCCESS};
 
 /// `cudaError_t`.
@@ -79,9 +80,12 @@ pub fn from_tca(code: c_int) -> CudaError {
     }
 }
 
-thread_local! {
-    /// The last error of a runtime call on this thread.
-    static LAST: Cell<CudaError> = const { Cell::new(SUCCESS) };
+/// The last error of a runtime call, by caller (per host thread in CUDA; per rank inside
+/// SMPI: `crate::libtca::caller`).
+static LAST: Mutex<BTreeMap<u64, CudaError>> = Mutex::new(BTreeMap::new());
+
+fn last() -> std::sync::MutexGuard<'static, BTreeMap<u64, CudaError>> {
+    LAST.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs an exported function's body: records a failure as the thread's last error; a panic
@@ -89,7 +93,7 @@ thread_local! {
 pub fn api(f: impl FnOnce() -> CudaError) -> CudaError {
     let code = catch_unwind(AssertUnwindSafe(f)).unwrap_or(UNKNOWN);
     if code != SUCCESS {
-        LAST.with(|l| l.set(code));
+        last().insert(crate::libtca::caller(), code);
     }
     code
 }
@@ -118,13 +122,13 @@ pub extern "C" fn cudaGetErrorName(error: CudaError) -> *const c_char {
 /// `cudaSuccess`.
 #[no_mangle]
 pub extern "C" fn cudaGetLastError() -> CudaError {
-    LAST.with(|l| l.replace(SUCCESS))
+    last().remove(&crate::libtca::caller()).unwrap_or(SUCCESS)
 }
 
 /// `cudaPeekAtLastError`: as `cudaGetLastError`, without the reset.
 #[no_mangle]
 pub extern "C" fn cudaPeekAtLastError() -> CudaError {
-    LAST.with(Cell::get)
+    last().get(&crate::libtca::caller()).copied().unwrap_or(SUCCESS)
 }
 
 #[cfg(test)]

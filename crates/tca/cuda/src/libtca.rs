@@ -19,6 +19,7 @@ type MallocFn = unsafe extern "C" fn(*mut *mut c_void, usize, c_int) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 type MemcpyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int;
 type MemsetFn = unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int;
+type CallerFn = unsafe extern "C" fn() -> u64;
 type PointerFn = unsafe extern "C" fn(*const c_void, *mut c_int, *mut c_int, *mut *mut c_void, *mut usize) -> c_int;
 
 /// The functions, with the signatures of `crates/tca/capi/src/cuda.rs`.
@@ -41,6 +42,8 @@ pub struct Libtca {
     pub memset: MemsetFn,
     /// `tca_cuda_pointer`.
     pub pointer: PointerFn,
+    /// `tca_cuda_caller`.
+    pub caller: CallerFn,
 }
 
 /// `dlsym` of `name` in `handle`.
@@ -79,6 +82,7 @@ fn lookup(handle: *mut c_void) -> Result<Libtca, &'static CStr> {
         memcpy: get!(c"tca_cuda_memcpy", MemcpyFn),
         memset: get!(c"tca_cuda_memset", MemsetFn),
         pointer: get!(c"tca_cuda_pointer", PointerFn),
+        caller: get!(c"tca_cuda_caller", CallerFn),
     })
 }
 
@@ -112,4 +116,11 @@ pub fn libtca() -> Option<&'static Libtca> {
             }
         })
         .as_ref()
+}
+
+/// Who calls, for state kept per rank (a thread, or an SMPI rank; libtca decides); 0 when
+/// `libtca.so` is not there.
+pub fn caller() -> u64 {
+    // SAFETY: a function without arguments.
+    libtca().map_or(0, |t| unsafe { (t.caller)() })
 }
