@@ -178,7 +178,7 @@ def run_smpi(nranks: int, program: list[str], platform: str, timeout_s: float | 
         exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
         with Job() as job:
             try:
-                job.start(smpi_platform.smpirun_command(setup, [exe, *program[1:]]), env, None)
+                job.start(smpi_platform.smpirun_command(setup, [exe, *program[1:]]), env, None, "the simulation (smpirun)")
                 return job.wait(timeout_s)
             finally:
                 job.stop()
@@ -217,6 +217,7 @@ class Job:
 
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen] = []
+        self.names: list[str] = []
         self.pidfds: dict[int, int] = {}  # pidfd -> index in procs
         self.signalled: int | None = None
         self._saved: dict[int, object] = {}
@@ -242,7 +243,9 @@ class Job:
                 except ProcessLookupError:
                     pass
 
-    def start(self, command: list[str], env: dict[str, str], preexec) -> None:
+    def start(self, command: list[str], env: dict[str, str], preexec, name: str | None = None) -> None:
+        """Starts one process; ``name`` is how messages call it (default: rank N)."""
+        self.names.append(name or f"rank {len(self.procs)}")
         try:
             p = subprocess.Popen(command, env=env, preexec_fn=preexec)
         except OSError as e:
@@ -287,11 +290,8 @@ class Job:
                 # the others exit because they saw it die.
                 rank = min(failed, key=lambda i: (self.procs[i].returncode >= 0, i))
                 first = (rank, self.procs[rank].returncode)
-                print(
-                    f"tca run: rank {rank} {how(first[1])}; stopping the others",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                others = "; stopping the others" if len(self.procs) > 1 else ""
+                print(f"tca run: {self.names[rank]} {how(first[1])}{others}", file=sys.stderr, flush=True)
                 self.stop()
             if self.signalled is not None:
                 print(

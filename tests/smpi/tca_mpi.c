@@ -1,0 +1,99 @@
+/* MPI + CUDA + TCA on one simulated clock (tests/smpi/test_tca_on_smpi.py): a GPU-GPU DMA
+ * ping-pong timed with MPI_Wtime beside an MPI ping-pong, each rank on its own GPU; and, by
+ * the first argument, the ways such a program can hang:
+ *   pingpong SIZE [spread]   the ping-pong; prints the one-way latencies and the device each
+ *                   rank used (GPU 0, or with `spread` rank r on GPU r % 2)
+ *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 in MPI_Recv
+ *   tca             both ranks wait for a TCA notification that never comes */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tca-api.h"
+
+#define CHECK(call)                                                                        \
+  do {                                                                                     \
+    tcaresult r_ = (call);                                                                 \
+    if (r_ != TCA_SUCCESS) {                                                               \
+      printf("rank %d: %s: %s\n", me, #call, tcaGetErrorString(r_));                       \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                        \
+    }                                                                                      \
+  } while (0)
+
+int main(int argc, char** argv)
+{
+  MPI_Init(&argc, &argv);
+  int me, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const char* what = argc > 1 ? argv[1] : "pingpong";
+  size_t size = argc > 2 ? strtoull(argv[2], NULL, 0) : 8;
+  int peer = 1 - me, iters = 20;
+
+  cudaSetDevice(argc > 3 && strcmp(argv[3], "spread") == 0 ? me % 2 : 0);
+  CHECK(tcaInit());
+  char *buf, *host = malloc(size);
+  cudaMalloc((void**)&buf, size);
+  for (size_t i = 0; i < size; i++) host[i] = (char)(i * 7 + me);
+  cudaMemcpy(buf, host, size, cudaMemcpyHostToDevice);
+  tcaHandle h, all[2];
+  CHECK(tcaCreateHandle(&h, buf, size, tcaMemoryGPU));
+  MPI_Allgather(&h, sizeof h, MPI_BYTE, all, sizeof h, MPI_BYTE, MPI_COMM_WORLD);
+
+  if (strcmp(what, "mixed") == 0) {
+    if (me == 0) CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
+    else MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  if (strcmp(what, "tca") == 0) {
+    tcaresult r = tcaWaitDMARecvDesc(&all[peer], 0, 7);
+    printf("rank %d: %s\n", me, tcaGetErrorString(r));
+    MPI_Finalize();
+    return 0;
+  }
+
+  /* Rank 0's buffer goes to rank 1's and back; the notification tag is the sender's rank. */
+  tcaDesc* d = tcaDescNew();
+  CHECK(tcaDescSetMemcpy(d, &all[peer], 0, &h, 0, size, tcaDMANotify, 0, me));
+  CHECK(tcaDescSet(d, 0));
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; i++) {
+    if (me == 0) {
+      CHECK(tcaStartDMADesc(0));
+      CHECK(tcaWaitDMARecvDesc(&all[peer], 0, peer));
+    } else {
+      CHECK(tcaWaitDMARecvDesc(&all[peer], 0, peer));
+      CHECK(tcaStartDMADesc(0));
+    }
+    CHECK(tcaWaitDMAC(0));
+  }
+  double tca_us = (MPI_Wtime() - t0) / iters / 2 * 1e6;
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  for (int i = 0; i < iters; i++) {
+    if (me == 0) {
+      MPI_Send(buf, (int)size, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(buf, (int)size, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf, (int)size, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, (int)size, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+    }
+  }
+  double mpi_us = (MPI_Wtime() - t0) / iters / 2 * 1e6;
+
+  /* Rank 1 holds rank 0's payload (the last DMA into it came from rank 0). */
+  cudaMemcpy(host, buf, size, cudaMemcpyDeviceToHost);
+  int bad = 0;
+  for (size_t i = 0; i < size; i++) bad += host[i] != (char)(i * 7 + 0);
+  int device;
+  cudaGetDevice(&device);
+  printf("rank %d: device %d, payload %s\n", me, device, bad ? "corrupt" : "verified");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 0) printf("size %zu: TCA %.3f us, MPI %.3f us one-way, at %.3f us\n", size, tca_us, mpi_us, MPI_Wtime() * 1e6);
+  tcaDescFree(d);
+  CHECK(tcaFinalize());
+  MPI_Finalize();
+  return 0;
+}

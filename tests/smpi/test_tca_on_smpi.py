@@ -1,0 +1,117 @@
+"""C programs with MPI, CUDA and TCA on the simulator (``tca cc``, ``tca run --fabric sim``): one
+clock for SimGrid SMPI's MPI and the TCA model, the simulated CUDA runtime per rank, deadlocks
+named, and the same model as the thread-per-rank simulator (crates/tca/smpi)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tca.peach.sim
+from tca.peach import cc
+from tca.peach.api import DMA_NOTIFY, Desc
+
+HERE = Path(__file__).resolve().parent
+TCA = [sys.executable, "-m", "tca"]
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("smpicc") is None or not all((cc.LIB / f"lib{n}.so").exists() for n in cc.LIBRARIES),
+    reason="SimGrid SMPI (make smpi) or libtca/libtcacudart/libtcasmpi (make capi-smpi) missing",
+)
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("smpi") / "tca_mpi"
+    subprocess.run([*TCA, "cc", "-O2", "-Wall", "-Werror", str(HERE / "tca_mpi.c"), "-o", str(exe)], check=True)
+    return exe
+
+
+def run(program: Path, *args: str, ranks: int = 2) -> subprocess.CompletedProcess:
+    cmd = [*TCA, "run", "-n", str(ranks), "--fabric", "sim", "--platform", "ha-pacs-tca", str(program), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def latencies(stdout: str) -> tuple[float, float]:
+    m = re.search(r"TCA ([\d.]+) us, MPI ([\d.]+) us one-way", stdout)
+    assert m, stdout
+    return float(m.group(1)), float(m.group(2))
+
+
+def python_pingpong(size: int) -> float:
+    """The C program's TCA loop, on the thread-per-rank simulator."""
+
+    def body(ctx):
+        me, peer = ctx.rank, 1 - ctx.rank
+        buf = ctx.malloc(size, "gpu")
+        handles = ctx.exchange(buf)
+        desc = Desc()
+        desc.set_memcpy(handles[peer], 0, buf, 0, size, DMA_NOTIFY, 0, me)
+        ctx.desc_set(desc, 0)
+        ctx.barrier()
+        start = ctx.wtime()
+        for _ in range(20):
+            if me == 0:
+                ctx.start_dma(0)
+                ctx.wait_dma_recv(handles[peer], 0, peer)
+            else:
+                ctx.wait_dma_recv(handles[peer], 0, peer)
+                ctx.start_dma(0)
+            ctx.wait_dmac(0)
+        return (ctx.wtime() - start) / 20 / 2 * 1e6
+
+    return tca.peach.sim.run("ha-pacs-tca", 2, body)[0]
+
+
+@pytest.mark.parametrize("size", [8, 65536])
+def test_mpi_and_tca_share_one_clock_and_one_model(program, size):
+    first, second = run(program, "pingpong", str(size)), run(program, "pingpong", str(size))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout, "two runs print the same"
+    assert "rank 0: device 0, payload verified" in first.stdout
+    assert "rank 1: device 0, payload verified" in first.stdout
+    tca_us, mpi_us = latencies(first.stdout)
+    # The same TCA model as the thread-per-rank simulator; SimGrid's clock is kept to 1 ns.
+    assert tca_us == pytest.approx(python_pingpong(size), abs=0.002)
+    if size == 8:
+        # MVAPICH2-GDR GPU-GPU, seed 001: 6.5 us (calibrated, +-10 %), slower than PEACH2.
+        assert mpi_us == pytest.approx(6.5, rel=0.10)
+        assert tca_us < mpi_us
+
+
+def test_each_rank_has_its_own_cuda_device(program):
+    out = run(program, "pingpong", "4096", "spread")
+    assert out.returncode == 0, out.stderr
+    assert "rank 0: device 0, payload verified" in out.stdout
+    assert "rank 1: device 1, payload verified" in out.stdout
+
+
+def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):
+    out = run(program, "mixed")
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "rank 0 waits for tcaWaitDMARecvDesc(handle of node 1, slot 0, tag 7)" in out.stderr
+    assert "rank 1 is not in a TCA call (in MPI, or running)" in out.stderr
+    assert "the simulation (smpirun) exited with status 3" in out.stderr
+
+
+def test_a_deadlock_inside_tca_is_an_error_the_program_gets(program):
+    out = run(program, "tca")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("deadlock: every rank waits and nothing can change") == 2
+
+
+def test_bad_use_of_the_commands_is_one_line(tmp_path):
+    out = subprocess.run([*TCA, "cc"], capture_output=True, text=True)
+    assert out.returncode == 2 and "no input" in out.stderr
+    plain = tmp_path / "plain"
+    (tmp_path / "plain.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["cc", str(tmp_path / "plain.c"), "-o", str(plain)], check=True)
+    out = subprocess.run([*TCA, "run", "-n", "2", "--fabric", "sim", str(plain)], capture_output=True, text=True)
+    assert out.returncode == 2 and "was not built with `tca cc`" in out.stderr
+    out = subprocess.run([*TCA, "run", "-n", "2", "--no-gdr", str(plain)], capture_output=True, text=True)
+    assert out.returncode == 2 and "apply to --fabric sim only" in out.stderr
