@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import tca.peach.sim
 from tca.peach import cc
 from tca.peach.api import DMA_NOTIFY, Desc
@@ -28,7 +27,9 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def program(tmp_path_factory) -> Path:
     exe = tmp_path_factory.mktemp("smpi") / "tca_mpi"
-    subprocess.run([*TCA, "cc", "-O2", "-Wall", "-Werror", str(HERE / "tca_mpi.c"), "-o", str(exe)], check=True)
+    subprocess.run(
+        [*TCA, "cc", "-O2", "-Wall", "-Werror", str(HERE / "tca_mpi.c"), "-o", str(exe)], check=True
+    )
     return exe
 
 
@@ -111,7 +112,9 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
     plain = tmp_path / "plain"
     (tmp_path / "plain.c").write_text("int main(void) { return 0; }\n")
     subprocess.run(["cc", str(tmp_path / "plain.c"), "-o", str(plain)], check=True)
-    out = subprocess.run([*TCA, "run", "-n", "2", "--fabric", "sim", str(plain)], capture_output=True, text=True)
+    out = subprocess.run(
+        [*TCA, "run", "-n", "2", "--fabric", "sim", str(plain)], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "was not built with `tca cc`" in out.stderr
     out = subprocess.run([*TCA, "run", "-n", "2", "--no-gdr", str(plain)], capture_output=True, text=True)
     assert out.returncode == 2 and "apply to --fabric sim only" in out.stderr

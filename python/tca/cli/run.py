@@ -49,7 +49,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         program = program[1:]
     given = args.compute is not None or args.no_gdr or args.trace is not None or args.stats
     sim = (
-        launch.SimOptions(args.compute or "none", not args.no_gdr, args.trace and Path(args.trace), args.stats)
+        launch.SimOptions(
+            args.compute or "none", not args.no_gdr, args.trace and Path(args.trace), args.stats
+        )
         if given
         else None
     )

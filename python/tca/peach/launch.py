@@ -151,7 +151,9 @@ def links_simgrid(program: str) -> bool:
         raise TcaError(f"{program}: {e.strerror}") from e
 
 
-def run_smpi(nranks: int, program: list[str], platform: str, timeout_s: float | None, opts: SimOptions) -> int:
+def run_smpi(
+    nranks: int, program: list[str], platform: str, timeout_s: float | None, opts: SimOptions
+) -> int:
     """Runs a C program built with ``tca cc`` under smpirun on the simulated platform."""
     import shutil
     import tempfile
@@ -178,7 +180,12 @@ def run_smpi(nranks: int, program: list[str], platform: str, timeout_s: float | 
         exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
         with Job() as job:
             try:
-                job.start(smpi_platform.smpirun_command(setup, [exe, *program[1:]]), env, None, "the simulation (smpirun)")
+                job.start(
+                    smpi_platform.smpirun_command(setup, [exe, *program[1:]]),
+                    env,
+                    None,
+                    "the simulation (smpirun)",
+                )
                 return job.wait(timeout_s)
             finally:
                 job.stop()

@@ -170,7 +170,8 @@ def platform_xml(name: str, nodes: int, path: HostPath, core_speed: float) -> st
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <!-- {name}: written by tca.peach.smpi_platform from the platform TOML; do not edit.
      One host per node, and one more (node{nodes}) that runs no rank: the TCA model's actor
-     lives there (MVAPICH2's collectives group ranks by the actors of a host). Each node's InfiniBand ({m.rails} rail(s)) goes to a non-blocking switch.
+     lives there (MVAPICH2's collectives group ranks by the actors of a host).
+     Each node's InfiniBand ({m.rails} rail(s)) goes to a non-blocking switch.
      Link bandwidth: min(rails x port rate, host adapter PCIe rate) = {m.rails} x {m.port_rate:.6g} B/s
      capped at {path.link_rate:.6g} B/s; link latency: hca_latency + wire_latency / 2.
      Message-size effects (one rail below striping_threshold, inline sends, rendezvous) are in
