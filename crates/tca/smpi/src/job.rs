@@ -13,6 +13,10 @@
 //! mutex (SimGrid 3.32's `sg_cond_wait_for` takes the mutex a second time). No Rust lock is
 //! held across a SimGrid call, since SimGrid may run another actor on this thread inside it.
 //!
+//! While every rank waits in a TCA call the world runs ahead of the clock to the first answer
+//! (no request can come before it), and the model actor sleeps until then: hardware events do
+//! not cost a SimGrid wake-up each.
+//!
 //! SimGrid rounds its clock to `surf/precision` (1 ns under smpirun): a wake-up that falls
 //! within that of its target counts as the target, and the world may run ahead of the clock
 //! by less than it.
@@ -151,14 +155,27 @@ impl SmpiJob {
                     _ => clock,
                 };
                 st.scheduler.run_until(now);
-                let wake = self.after_change(&mut st, false);
-                if st.scheduler.all_finished() {
-                    drop(st);
-                    self.release(wake);
-                    return;
+                // While every rank waits in a TCA call, no request can come before one of them
+                // is answered: the world may run ahead of SimGrid's clock to that answer, and
+                // the model sleeps until then before waking its rank (hardware events no longer
+                // cost a SimGrid wake-up each).
+                if st.scheduler.idle() {
+                    while st.scheduler.answered().next().is_none() && st.scheduler.step() {}
                 }
-                target = st.scheduler.next_wake();
-                (wake, target.map(|t| t.as_ps().saturating_sub(st.scheduler.now().as_ps()) as f64 * 1e-12))
+                if st.scheduler.now() > now {
+                    target = Some(st.scheduler.now());
+                    (Vec::new(), Some(st.scheduler.now().as_ps().saturating_sub(clock.as_ps()) as f64 * 1e-12))
+                } else {
+                    let wake = self.after_change(&mut st, false);
+                    if st.scheduler.all_finished() {
+                        drop(st);
+                        self.release(wake);
+                        return;
+                    }
+                    target = st.scheduler.next_wake();
+                    let now = st.scheduler.now().as_ps();
+                    (wake, target.map(|t| t.as_ps().saturating_sub(now) as f64 * 1e-12))
+                }
             };
             self.release(wake);
             // SAFETY: SimGrid calls from the model actor on its semaphore.
