@@ -388,7 +388,7 @@ proptest! {
             let next: *mut c_int = if n % 3 == 0 { null_mut() } else { &mut out };
             let [a, b, c, d] = sizes;
             // SAFETY: every pointer is NULL or valid for the size the header gives.
-            let codes = unsafe {
+            unsafe {
                 let mut t = 0;
                 [
                     tcaCreateDMADesc(&mut t, entries),
@@ -406,8 +406,7 @@ proptest! {
                     tcaDMADescInt_Init(),
                     tcaFinalize(),
                 ]
-            };
-            codes
+            }
         })
         .join()
         .expect("no panic");
