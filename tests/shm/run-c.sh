@@ -28,6 +28,11 @@ step $TCA run -n 4 "$OUT/c_api_errors"
 for n in 2 4 8; do
     step $TCA run -n $n "$OUT/published_api"
 done
+# Descriptor tables by tag and in internal memory: a block-stride face exchange, data checked.
+cc -O2 -Wall -Wextra -Werror -o "$OUT/desc_table" tests/shm/desc_table.c $flags
+for n in 2 4; do
+    step $TCA run -n $n "$OUT/desc_table" 10
+done
 
 # The CUDA runtime of tca on this fabric (no GPU: device memory is host memory), docs/cuda.md.
 cc -O2 -Wall -Wextra -Werror -o "$OUT/cuda_runtime" tests/shm/cuda_runtime.c -Icrates/tca/cuda/include \

@@ -29,10 +29,17 @@ def test_python_error_codes_are_the_header_codes():
     header = defines("TCA_ERROR_")
     python = {c_error_name(name): code for code, name, _ in _native.error_codes()}
     assert python, "no error codes from the native module"
-    # The header adds the codes of the C ABI itself (invalid argument, internal, unknown fabric).
+    # The header adds the codes of the C ABI itself (crates/tca/capi/src/results.rs and, for the
+    # descriptor tables, desc_table.rs).
     assert {k: header[k] for k in python} == python
     assert set(header) - set(python) == {
         "TCA_ERROR_INVALID_ARGUMENT",
         "TCA_ERROR_INTERNAL",
         "TCA_ERROR_UNKNOWN_FABRIC",
+        "TCA_ERROR_MEMORY_TYPE_MISMATCH",
+        "TCA_ERROR_UNKNOWN_TAG",
+        "TCA_ERROR_DESTROYED_TAG",
+        "TCA_ERROR_DESC_SLOT_OUT_OF_RANGE",
+        "TCA_ERROR_EMPTY_TABLE",
+        "TCA_ERROR_INTERNAL_MEMORY_FULL",
     }

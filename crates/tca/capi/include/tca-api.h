@@ -61,6 +61,11 @@ typedef int tcaresult;
 #define TCA_ERROR_INTERNAL 101              /* a bug in the library, reported instead of a crash */
 #define TCA_ERROR_UNKNOWN_FABRIC 102        /* TCA_FABRIC names no fabric of this process */
 #define TCA_ERROR_MEMORY_TYPE_MISMATCH 103  /* tcaFree with another type than the block's */
+#define TCA_ERROR_UNKNOWN_TAG 104           /* no tcaCreateDMADesc of this rank gave the tag */
+#define TCA_ERROR_DESTROYED_TAG 105         /* the tag's table was destroyed */
+#define TCA_ERROR_DESC_SLOT_OUT_OF_RANGE 106 /* descriptor slot < 0 or >= the table's entries */
+#define TCA_ERROR_EMPTY_TABLE 107           /* chain of a table (or internal slot) without entry */
+#define TCA_ERROR_INTERNAL_MEMORY_FULL 108  /* internal slot >= TCA_DMA_DESC_INT_SLOTS */
 
 /* One line of English text for a code ("success", "timed out", ...). Never NULL. */
 const char *tcaGetErrorString(tcaresult code);
@@ -76,6 +81,7 @@ typedef enum tcaMemoryType { tcaMemoryCPU = 0, tcaMemoryGPU = 1 } tcaMemoryType;
 #define tcaDMANotifySelf 0x08        /* notify the node running the chain */
 #define tcaDMAContinue 0x10          /* next entry starts without waiting for this one */
 #define tcaDMAPipeline 0x20          /* stage through internal memory (a timing property) */
+typedef int tcaDMAFlag;              /* an OR of the flags above (programs declare it) */
 
 /* Extension: how the DMA controller gets the requests (seed 000 §3.5.2). */
 enum tcaDMAMode { tcaDMAModeAuto = 0, tcaDMAModeRegister = 1, tcaDMAModeChaining = 2 };
@@ -165,6 +171,41 @@ tcaresult tcaStartDMADesc(int ch);
 tcaresult tcaWaitDMAC(int ch);
 /* Waits for (and consumes) one notification (wait_slot, wait_tag) from handle's node. */
 tcaresult tcaWaitDMARecvDesc(const tcaHandle *handle, int wait_slot, int wait_tag);
+
+/* Descriptor tables (chaining mode, seed 000 §3.5.2, §3.7). tcaCreateDMADesc makes a table of
+ * `entries` slots and returns its tag (1, 2, ... per rank, never reused). A set call validates
+ * and writes one entry at `slot` (replacing one there), as tcaDescSetMemcpy(2D) would append
+ * it, and stores slot + 1 in *next_slot (may be NULL). A table's chain is its set slots in
+ * increasing order. tcaSetDMAChain appends the table's chain to the tags already chained on ch
+ * (tcaDescSet and tcaSetDMAChainInt begin a new list; a tag chained again is read again, not
+ * run twice) and registers the whole, as tcaDescSet does: later changes of a table need another
+ * tcaSetDMAChain. tcaDestroyDMADesc takes the tag off its channels; a channel left without a
+ * tag answers tcaStartDMADesc with TCA_ERROR_CHANNEL_NOT_SET. */
+tcaresult tcaCreateDMADesc(int *tag, int entries);
+tcaresult tcaSetDMADesc_Memcpy(int tag, int slot, int *next_slot, const tcaHandle *dst_handle,
+                               off_t dst_offset, const tcaHandle *src_handle, off_t src_offset,
+                               size_t size, int flags, int wait_slot, int wait_tag);
+tcaresult tcaSetDMADesc_Memcpy2D(int tag, int slot, int *next_slot, const tcaHandle *dst_handle,
+                                 off_t dst_offset, size_t dst_pitch, const tcaHandle *src_handle,
+                                 off_t src_offset, size_t src_pitch, size_t width, size_t count,
+                                 int flags, int wait_slot, int wait_tag);
+tcaresult tcaSetDMAChain(int ch, int tag);
+tcaresult tcaDestroyDMADesc(int tag);
+
+/* The descriptor table in PEACH2's internal memory: TCA_DMA_DESC_INT_SLOTS slots per rank
+ * (Extension: the constant), empty from tcaInit; tcaDMADescInt_Init empties it. Entries carry
+ * tcaDMAUseInternal. tcaSetDMAChainInt registers the chain from `slot` through the following
+ * set slots up to the first empty one, replacing the channel's chain. */
+#define TCA_DMA_DESC_INT_SLOTS 1024
+tcaresult tcaDMADescInt_Init(void);
+tcaresult tcaSetDMADescInt_Memcpy(int slot, int *next_slot, const tcaHandle *dst_handle,
+                                  off_t dst_offset, const tcaHandle *src_handle, off_t src_offset,
+                                  size_t size, int flags, int wait_slot, int wait_tag);
+tcaresult tcaSetDMADescInt_Memcpy2D(int slot, int *next_slot, const tcaHandle *dst_handle,
+                                    off_t dst_offset, size_t dst_pitch, const tcaHandle *src_handle,
+                                    off_t src_offset, size_t src_pitch, size_t width, size_t count,
+                                    int flags, int wait_slot, int wait_tag);
+tcaresult tcaSetDMAChainInt(int ch, int slot);
 
 /* ---- PIO ---- */
 

@@ -54,20 +54,20 @@ fn blocks() -> std::sync::MutexGuard<'static, BTreeMap<(usize, u64), MemoryType>
     BLOCKS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn fabric_key(f: &dyn Fabric) -> usize {
+pub(crate) fn fabric_key(f: &dyn Fabric) -> usize {
     (f as *const dyn Fabric).cast::<()>() as usize
 }
 
-fn nonneg(v: c_int) -> Result<u32, CErr> {
+pub(crate) fn nonneg(v: c_int) -> Result<u32, CErr> {
     u32::try_from(v).map_err(|_| CErr::Arg)
 }
 
 /// An `off_t` offset: negative ones are invalid arguments.
-fn offset(v: i64) -> Result<u64, CErr> {
+pub(crate) fn offset(v: i64) -> Result<u64, CErr> {
     u64::try_from(v).map_err(|_| CErr::Arg)
 }
 
-unsafe fn handle_in(h: *const Handle32) -> Result<Handle, CErr> {
+pub(crate) unsafe fn handle_in(h: *const Handle32) -> Result<Handle, CErr> {
     let h = h.as_ref().ok_or(CErr::Arg)?;
     Ok(Handle::from_bytes(&h.bytes)?)
 }
@@ -109,6 +109,7 @@ pub extern "C" fn tcaFinalize() -> c_int {
         let r = registry::finalize();
         if let Some(k) = key {
             blocks().retain(|(f, _), _| *f != k);
+            crate::desc_table::forget(k);
         }
         r
     })
@@ -307,16 +308,24 @@ pub extern "C" fn tcaDescSet(desc: *mut c_void, ch: c_int) -> c_int {
         let ch = channel(ch)?;
         // The chain is copied out of the table, so no lock is held while the fabric works.
         let chain = with_desc(desc, |x| Ok(x.clone()))?;
-        with_fabric(|f| Ok(f.desc_set(ch, &chain)?))
+        with_fabric(|f| {
+            f.desc_set(ch, &chain)?;
+            crate::desc_table::chain_replaced(fabric_key(f), ch);
+            Ok(())
+        })
     })
 }
 
-/// `tcaStartDMADesc`.
+/// `tcaStartDMADesc`: `TCA_ERROR_CHANNEL_NOT_SET` on a channel whose tags were all destroyed
+/// ([`crate::desc_table`]).
 #[no_mangle]
 pub extern "C" fn tcaStartDMADesc(ch: c_int) -> c_int {
     run(|| {
         let ch = channel(ch)?;
-        with_fabric(|f| Ok(f.start_dma(ch)?))
+        with_fabric(|f| {
+            crate::desc_table::check_start(fabric_key(f), ch)?;
+            Ok(f.start_dma(ch)?)
+        })
     })
 }
 

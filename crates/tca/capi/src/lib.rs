@@ -17,6 +17,7 @@
 
 pub mod api;
 pub mod cuda;
+pub mod desc_table;
 pub mod registry;
 pub mod results;
 pub mod smpi;

@@ -45,10 +45,11 @@ pub fn c_name(e: TcaError) -> String {
 }
 
 /// Every error code of the C ABI with its C name and message: the [`TcaError`] table, then
-/// [`ABI_ERRORS`].
+/// [`ABI_ERRORS`], then the descriptor-table codes ([`crate::desc_table::TABLE_ERRORS`]).
 pub fn c_errors() -> Vec<(c_int, String, &'static str)> {
     let core = TcaError::ALL.iter().map(|&e| (e.code(), c_name(e), e.message()));
-    core.chain(ABI_ERRORS.iter().map(|&(c, n, m)| (c, n.to_string(), m))).collect()
+    let abi = ABI_ERRORS.iter().chain(crate::desc_table::TABLE_ERRORS.iter());
+    core.chain(abi.map(|&(c, n, m)| (c, n.to_string(), m))).collect()
 }
 
 /// A failure of the C ABI.
