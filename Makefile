@@ -111,8 +111,9 @@ capi:
 	@mkdir -p target/release/pkgconfig
 	sed 's|@ROOT@|$(CURDIR)|' crates/tca/capi/tca.pc.in > target/release/pkgconfig/tca.pc
 
-examples: capi mpi
+examples: capi capi-smpi mpi
 	$(MAKE) -C examples/c
+	$(MAKE) -C examples/c/hapacs TCA=$(abspath $(TCA))
 
 # The C examples under `tca run` and under both mpiruns (tests/shm/run-c.sh).
 test-c: examples native
