@@ -8,7 +8,8 @@
  * The global grid has NX x NY points inside a fixed border; each rank holds NX/PX x NY/PY of
  * them in GPU memory with a halo of one point, x fastest. Rows to the north and south
  * neighbours are contiguous (tcaDescSetMemcpy); columns to the east and west are block-stride
- * (tcaDescSetMemcpy2D: 8-byte bursts, pitch one row).
+ * (tcaDescSetMemcpy2D: 8-byte bursts, pitch one row). NX / PX must be even, so that every
+ * request's source and destination share their low 4 address bits as PEACH2 requires.
  *
  * Device kernels are out of scope of the simulated CUDA runtime (docs/cuda.md), so the sweep
  * (u' = average of the four neighbours) runs on the CPU between a cudaMemcpy of the block to
@@ -68,6 +69,11 @@ int main(int argc, char **argv)
     if (nx < px || ny < py || nx % px || ny % py || iters < 1)
         hp_usage_error(rank, "usage: stencil2d [PX PY [NX NY [ITERATIONS]]]: PX must divide NX "
                              "and PY divide NY");
+    /* PEACH2 DMA needs source and destination to share their low 4 address bits (SYSTEMS.md
+     * §1): with an even block width every row starts 16-byte aligned relative to the block. */
+    if ((nx / px) % 2)
+        hp_usage_error(rank, "stencil2d: NX / PX must be even (DMA source and destination share "
+                             "their low 4 address bits)");
     int cx = rank % px, cy = rank / px, w = nx / px, h = ny / py, row = w + 2;
     size_t bytes = sizeof(double) * row * (h + 2);
 
