@@ -113,6 +113,7 @@ capi:
 
 examples: capi capi-smpi mpi
 	$(MAKE) -C examples/c
+	$(MAKE) -C examples/c/hapacs TCA=$(abspath $(TCA))
 
 # The C examples under `tca run` and under both mpiruns (tests/shm/run-c.sh).
 test-c: examples native
