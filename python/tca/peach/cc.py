@@ -49,8 +49,9 @@ def command(args: list[str]) -> list[str]:
         if missing:
             raise TcaError(f"{', '.join(missing)} not built in {LIB}: run `make capi-smpi` first")
         # Every library stays needed even if the program calls none of its functions: the
-        # deadlock report of libtcasmpi is a constructor.
+        # deadlock report of libtcasmpi is a constructor, and SimGrid's MPI functions are weak
+        # symbols (a program calling only MPI_Init and MPI_Wtime would drop libsimgrid).
         cmd += [f"-L{LIB}", f"-Wl,-rpath,{LIB}", "-Wl,--no-as-needed"]
         cmd += [f"-l{name}" for name in LIBRARIES]
-        cmd += ["-Wl,--as-needed"]
+        cmd += ["-lsimgrid", "-Wl,--as-needed"]
     return cmd
