@@ -33,6 +33,8 @@ enum Slot {
 pub struct Scheduler {
     world: World,
     slots: Vec<Slot>,
+    /// `world.changes` when every wait without a deadline was last looked at.
+    looked_at: Option<u64>,
 }
 
 impl Scheduler {
@@ -42,7 +44,7 @@ impl Scheduler {
     /// No rank, or more ranks than the platform has nodes.
     pub fn new(platform: &Platform, ranks: u32, trace: bool) -> Result<Scheduler, FabricError> {
         let world = World::new(platform, ranks, trace.then(Trace::new))?;
-        Ok(Scheduler { world, slots: (0..ranks).map(|_| Slot::Running).collect() })
+        Ok(Scheduler { world, slots: (0..ranks).map(|_| Slot::Running).collect(), looked_at: None })
     }
 
     /// Ranks of the job.
@@ -135,9 +137,11 @@ impl Scheduler {
     pub fn settle(&mut self) {
         self.release_collectives();
         let now = self.world.now;
+        let look = self.looked_at != Some(self.world.changes);
+        self.looked_at = Some(self.world.changes);
         for slot in &mut self.slots {
             let Slot::Waiting { wait, deadline, .. } = slot else { continue };
-            if deadline.is_none() {
+            if deadline.is_none() && look {
                 match self.world.ready_at(wait) {
                     Some(Ok(t)) => *deadline = Some(t),
                     Some(Err(e)) => *slot = Slot::Ready(Err(e)),

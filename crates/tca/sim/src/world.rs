@@ -141,6 +141,9 @@ pub(crate) struct World {
     /// Outputs taken from the cluster and not yet applied (a buffer reused across steps).
     outputs: Vec<(SimTime, Output)>,
     pub(crate) now: SimTime,
+    /// Counts the changes a wait can see (requests, hardware outputs applied): a wait whose
+    /// condition did not hold needs no new look while it stays the same.
+    pub(crate) changes: u64,
     pub(crate) trace: Option<Trace>,
 }
 
@@ -179,6 +182,7 @@ impl World {
             table_bytes,
             outputs: Vec::new(),
             now: SimTime::ZERO,
+            changes: 0,
             trace,
         })
     }
@@ -211,6 +215,7 @@ impl World {
 
     /// Carries out or starts request `op` of the rank on `node`.
     pub(crate) fn submit(&mut self, node: u16, op: Op) -> Submitted {
+        self.changes += 1;
         match self.submit_inner(node, op) {
             Ok(s) => s,
             Err(e) => Submitted::Done(Err(e)),
@@ -422,6 +427,9 @@ impl World {
         self.now = t;
         let mut outputs = std::mem::take(&mut self.outputs);
         self.cluster.drain_outputs(&mut outputs);
+        if !outputs.is_empty() {
+            self.changes += 1;
+        }
         let mut result = Ok(());
         for (at, out) in outputs.drain(..) {
             if result.is_ok() {
