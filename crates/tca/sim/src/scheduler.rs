@@ -33,8 +33,9 @@ enum Slot {
 pub struct Scheduler {
     world: World,
     slots: Vec<Slot>,
-    /// `world.changes` when every wait without a deadline was last looked at.
-    looked_at: Option<u64>,
+    /// `world.changes` and `world.control_changes` when every wait without a deadline was
+    /// last looked at.
+    looked_at: Option<(u64, u64)>,
 }
 
 impl Scheduler {
@@ -137,10 +138,15 @@ impl Scheduler {
     pub fn settle(&mut self) {
         self.release_collectives();
         let now = self.world.now;
-        let look = self.looked_at != Some(self.world.changes);
-        self.looked_at = Some(self.world.changes);
+        let changes = (self.world.changes, self.world.control_changes);
+        let (any, control) = match self.looked_at {
+            Some((all, ctl)) => (all != changes.0, ctl != changes.1),
+            None => (true, true),
+        };
+        self.looked_at = Some(changes);
         for slot in &mut self.slots {
             let Slot::Waiting { wait, deadline, .. } = slot else { continue };
+            let look = control || (any && matches!(wait, Wait::Value { .. }));
             if deadline.is_none() && look {
                 match self.world.ready_at(wait) {
                     Some(Ok(t)) => *deadline = Some(t),

@@ -144,6 +144,9 @@ pub(crate) struct World {
     /// Counts the changes a wait can see (requests, hardware outputs applied): a wait whose
     /// condition did not hold needs no new look while it stays the same.
     pub(crate) changes: u64,
+    /// As `changes`, without DMA data landing in memory (which only a wait for a value in
+    /// memory can see): engines, channel status, PIO.
+    pub(crate) control_changes: u64,
     pub(crate) trace: Option<Trace>,
 }
 
@@ -183,6 +186,7 @@ impl World {
             outputs: Vec::new(),
             now: SimTime::ZERO,
             changes: 0,
+            control_changes: 0,
             trace,
         })
     }
@@ -216,6 +220,7 @@ impl World {
     /// Carries out or starts request `op` of the rank on `node`.
     pub(crate) fn submit(&mut self, node: u16, op: Op) -> Submitted {
         self.changes += 1;
+        self.control_changes += 1;
         match self.submit_inner(node, op) {
             Ok(s) => s,
             Err(e) => Submitted::Done(Err(e)),
@@ -429,6 +434,9 @@ impl World {
         self.cluster.drain_outputs(&mut outputs);
         if !outputs.is_empty() {
             self.changes += 1;
+        }
+        if outputs.iter().any(|(_, out)| !matches!(out, Output::Landed { .. })) {
+            self.control_changes += 1;
         }
         let mut result = Ok(());
         for (at, out) in outputs.drain(..) {
