@@ -62,7 +62,7 @@ clean:
 
 # ---- real fabric (shm): libtca.so, C examples, MPI comparison (docs/shm-fabric.md) ----
 
-.PHONY: mpi smpi capi capi-smpi examples test-c bench-shm
+.PHONY: mpi smpi capi capi-smpi examples test-c bench-shm bench-sim-c
 
 # Open MPI (with its OpenSHMEM, oshcc / oshrun) and MPICH from Debian, side by side
 # (mpicc.openmpi / mpicc.mpich, mpirun.openmpi / mpirun.mpich), and UCX (libucx-dev,
@@ -123,3 +123,10 @@ test-c: examples native
 # and the floors (plain stores, memcpy).
 bench-shm: examples native
 	$(PY) -m tca.peach.shm_bench
+
+# Speed of C programs on the simulator (docs/sim-c.md): a 2-rank GPU ping-pong sweep 8 B - 4 MiB
+# with 500 round trips per size, and a 16-rank allgather sweep 16 B - 512 KiB per rank with 100
+# iterations per size, on simulated HA-PACS/TCA; each prints wall time and events per second.
+bench-sim-c: examples native
+	time $(TCA) run -n 2 --fabric sim --platform ha-pacs-tca --stats target/c/sim/gpu_pingpong 4M 500
+	time $(TCA) run -n 16 --fabric sim --platform ha-pacs-tca --stats target/c/sim/allgather 512K 100
