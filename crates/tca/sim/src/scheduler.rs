@@ -162,17 +162,21 @@ impl Scheduler {
         }
     }
 
-    /// The earliest time at which something happens without a new request: a hardware event
-    /// or a wait's deadline; `None` when nothing ever will.
-    pub fn next_wake(&self) -> Option<SimTime> {
-        let deadline = self
-            .slots
+    /// The earliest deadline of a waiting rank.
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.slots
             .iter()
             .filter_map(|s| match s {
                 Slot::Waiting { deadline, .. } => *deadline,
                 _ => None,
             })
-            .min();
+            .min()
+    }
+
+    /// The earliest time at which something happens without a new request: a hardware event
+    /// or a wait's deadline; `None` when nothing ever will.
+    pub fn next_wake(&self) -> Option<SimTime> {
+        let deadline = self.next_deadline();
         match (deadline, self.world.next_event()) {
             (Some(d), Some(e)) => Some(d.min(e)),
             (d, e) => d.or(e),
@@ -183,14 +187,7 @@ impl Scheduler {
     /// deadline when it comes first (a deadline wins a tie), then settles the waits. Returns
     /// `false` when nothing is left to happen.
     pub fn step(&mut self) -> bool {
-        let deadline = self
-            .slots
-            .iter()
-            .filter_map(|s| match s {
-                Slot::Waiting { deadline, .. } => *deadline,
-                _ => None,
-            })
-            .min();
+        let deadline = self.next_deadline();
         match (deadline, self.world.next_event()) {
             (Some(d), Some(e)) if e < d => self.step_event(),
             (Some(d), _) => self.world.advance_to(d.max(self.world.now)),
