@@ -11,6 +11,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+use crate::desc_table::decode_entry;
 use crate::registry::{self, with_fabric};
 use crate::results::{run, CErr, TCA_ERROR_MEMORY_TYPE_MISMATCH};
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use std::ffi::{c_int, c_void};
 use std::panic::catch_unwind;
 use std::sync::Mutex;
 use tca_proto::fabric::PIO_REGION_BYTES;
-use tca_proto::{Desc, DmaFlags, DmaMode, Fabric, Handle, MemoryType, PioRegion, TcaError, HANDLE_BYTES};
+use tca_proto::{Desc, DmaMode, Fabric, Handle, MemoryType, PioRegion, TcaError, HANDLE_BYTES};
 
 /// `tcaHandle`: the 32-byte wire form of [`Handle`].
 #[repr(C)]
@@ -254,11 +255,8 @@ pub unsafe extern "C" fn tcaDescSetMemcpy(
     wait_tag: c_int,
 ) -> c_int {
     run(|| {
-        let (d, s) = (handle_in(dst)?, handle_in(src)?);
-        let flags = DmaFlags::from_bits(flags as u32)?;
-        let slot = nonneg(wait_slot)?;
-        let (dst_off, src_off) = (offset(dst_off)?, offset(src_off)?);
-        with_desc(desc, |x| Ok(x.set_memcpy(&d, dst_off, &s, src_off, size as u64, flags, slot, wait_tag as u32)?))
+        let e = decode_entry(dst, dst_off, size, src, src_off, size, size, 1, flags, wait_slot, wait_tag)?;
+        with_desc(desc, |x| Ok(e.append_to(x)?))
     })
 }
 
@@ -280,15 +278,9 @@ pub unsafe extern "C" fn tcaDescSetMemcpy2D(
     wait_tag: c_int,
 ) -> c_int {
     run(|| {
-        let (d, s) = (handle_in(dst)?, handle_in(src)?);
-        let flags = DmaFlags::from_bits(flags as u32)?;
-        let slot = nonneg(wait_slot)?;
-        let (dst_off, dst_pitch, src_off, src_pitch) =
-            (offset(dst_off)?, dst_pitch as u64, offset(src_off)?, src_pitch as u64);
-        with_desc(desc, |x| {
-            let (width, count, tag) = (width as u64, count as u64, wait_tag as u32);
-            Ok(x.set_memcpy_2d(&d, dst_off, dst_pitch, &s, src_off, src_pitch, width, count, flags, slot, tag)?)
-        })
+        let e =
+            decode_entry(dst, dst_off, dst_pitch, src, src_off, src_pitch, width, count, flags, wait_slot, wait_tag)?;
+        with_desc(desc, |x| Ok(e.append_to(x)?))
     })
 }
 

@@ -76,7 +76,7 @@ pub const TABLE_ERRORS: [(c_int, &str, &str); 5] = [
 /// The arguments of one set call, replayed into a [`Desc`] when a chain is registered. A
 /// contiguous copy is one burst of `width` bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Entry {
+pub(crate) struct Entry {
     dst: Handle,
     dst_off: u64,
     dst_pitch: u64,
@@ -91,7 +91,7 @@ struct Entry {
 }
 
 impl Entry {
-    fn append_to(&self, d: &mut Desc) -> TcaResult<()> {
+    pub(crate) fn append_to(&self, d: &mut Desc) -> TcaResult<()> {
         let Entry { dst, dst_off, dst_pitch, src, src_off, src_pitch, width, count, flags, wait_slot, wait_tag } =
             *self;
         d.set_memcpy_2d(&dst, dst_off, dst_pitch, &src, src_off, src_pitch, width, count, flags, wait_slot, wait_tag)
@@ -197,7 +197,38 @@ fn register(key: usize, ch: usize, desc: &Desc, now: Chained) -> Result<(), CErr
     })
 }
 
-/// Decodes the arguments of a set call.
+/// Decodes the arguments of a set call (as `tcaDescSetMemcpy2D` takes them; a contiguous copy
+/// is one burst of its size).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn decode_entry(
+    dst: *const Handle32,
+    dst_off: i64,
+    dst_pitch: usize,
+    src: *const Handle32,
+    src_off: i64,
+    src_pitch: usize,
+    width: usize,
+    count: usize,
+    flags: c_int,
+    wait_slot: c_int,
+    wait_tag: c_int,
+) -> Result<Entry, CErr> {
+    Ok(Entry {
+        dst: handle_in(dst)?,
+        dst_off: offset(dst_off)?,
+        dst_pitch: dst_pitch as u64,
+        src: handle_in(src)?,
+        src_off: offset(src_off)?,
+        src_pitch: src_pitch as u64,
+        width: width as u64,
+        count: count as u64,
+        flags: DmaFlags::from_bits(flags as u32)?,
+        wait_slot: nonneg(wait_slot)?,
+        wait_tag: wait_tag as u32,
+    })
+}
+
+/// [`decode_entry`], and the entry if `tcaDescSetMemcpy2D` would accept it.
 #[allow(clippy::too_many_arguments)]
 unsafe fn entry_in(
     dst: *const Handle32,
@@ -212,20 +243,7 @@ unsafe fn entry_in(
     wait_slot: c_int,
     wait_tag: c_int,
 ) -> Result<Entry, CErr> {
-    Entry {
-        dst: handle_in(dst)?,
-        dst_off: offset(dst_off)?,
-        dst_pitch: dst_pitch as u64,
-        src: handle_in(src)?,
-        src_off: offset(src_off)?,
-        src_pitch: src_pitch as u64,
-        width: width as u64,
-        count: count as u64,
-        flags: DmaFlags::from_bits(flags as u32)?,
-        wait_slot: nonneg(wait_slot)?,
-        wait_tag: wait_tag as u32,
-    }
-    .checked()
+    decode_entry(dst, dst_off, dst_pitch, src, src_off, src_pitch, width, count, flags, wait_slot, wait_tag)?.checked()
 }
 
 /// Stores `entry` (its arguments' error, if any, after the table's) at `slot` of `tag`.
