@@ -59,6 +59,27 @@ def add_parser(subparsers) -> None:
     add_options(lc)
     lc.set_defaults(func=cmd_local_copy)
 
+    co = bench.add_parser(
+        "collective", help="TCA collectives (tcaColl*) vs MPI collectives in one run (seed 001)"
+    )
+    co.add_argument("--op", required=True, help="allreduce, allgather, bcast, reduce or barrier")
+    co.add_argument("--platform", help="platform name or .toml file (--fabric sim)")
+    co.add_argument(
+        "--fabric",
+        default="sim",
+        choices=["sim", "shm"],
+        help="sim: the simulated platform, MPI = SMPI with MVAPICH2's collectives (default); "
+        "shm: this machine, against Open MPI and MPICH",
+    )
+    co.add_argument("--nodes", default="2,4,8,16", help="node counts, a comma list (default 2,4,8,16)")
+    co.add_argument("--sizes", help="message sizes: LOW:HIGH powers of two or a list (default 8:64K)")
+    co.add_argument("--memory", default="host", help="host (default) or gpu (cudaMalloc) buffers")
+    co.add_argument("--iterations", type=int, default=50, help="timed calls per size (default 50, seed 001)")
+    co.add_argument("--warmup", type=int, default=5, help="untimed calls before them (default 5)")
+    co.add_argument("--mpi-only", action="store_true", help="time the MPI collective alone")
+    add_options(co, trace="write a Chrome trace-event file of the PEACH2 hardware (one node count)")
+    co.set_defaults(func=cmd_collective)
+
 
 def run_dma_bw(
     platform: str, experiment: str, sizes: list[int] | None, trace_path: str | None, show_progress: bool
@@ -163,3 +184,47 @@ def cmd_local_copy(args: argparse.Namespace) -> int:
         "TCA API vs cudaMemcpy (seed 003 Fig. 2-3)"
     )
     return emit(rows, title, args)
+
+
+def parse_nodes(text: str) -> list[int]:
+    """``--nodes 2,4,8``: node counts."""
+    try:
+        return [int(t) for t in text.split(",")]
+    except ValueError:
+        raise TcaError(f"bad --nodes '{text}' (expected a list such as 2,4,8,16)") from None
+
+
+def cmd_collective(args: argparse.Namespace) -> int:
+    from tca.peach.bench import collective, collective_report
+
+    if args.op == "barrier" and args.sizes:
+        raise TcaError("--sizes does not apply to the barrier (no data)")
+    cfg = collective.Config(
+        op=args.op,
+        nodes=parse_nodes(args.nodes),
+        sizes=parse_sizes(args.sizes) if args.sizes else collective.DEFAULT_SIZES,
+        fabric=args.fabric,
+        platform=args.platform,
+        memory=args.memory,
+        iterations=args.iterations,
+        warmup=args.warmup,
+        trace=args.trace,
+        mpi_only=args.mpi_only,
+    )
+    check_files(args)
+    with progress_bar(f"collective {args.op}", not args.json) as update:
+        result = collective.run(cfg, update)
+    rows = result.rows + collective_report.summary(result.rows, args.op)
+    rows += collective_report.stall_rows(result, rows[0].platform)
+    where = f"{rows[0].platform}" if args.fabric == "sim" else "this host's shm fabric"
+    title = (
+        f"tca bench collective {args.op} on {where}: TCA vs MPI, {args.memory} buffers, "
+        f"mean of {args.iterations} calls per size"
+    )
+    if args.plot:
+        collective_report.plot(rows, args.plot, title)
+    if args.json:
+        print(report.to_json(rows))
+    else:
+        print(collective_report.text(result, args.op, title, collective_report.summary(result.rows, args.op)))
+    return 0
