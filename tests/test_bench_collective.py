@@ -1,0 +1,268 @@
+"""``tca bench collective``: the TCA collectives against MPI's in one run of
+examples/c/hapacs/coll_bench.c, on the simulator (SMPI + MVAPICH2 collectives + the PEACH2 model
+on one clock) and on the shm fabric (Open MPI, MPICH).
+
+Seed 001 reproductions (/work/shared/systems/tca-apps.md §4), on simulated HA-PACS/TCA (16 nodes,
+two rings of 8 joined through S):
+
+- slide "Allreduceの性能": an 8-byte Allreduce, mean of 50 runs, takes about half of MPI's
+  time; "about half" is checked as TCA/MPI within collective_report.ALLREDUCE_TOLERANCE;
+- slide "Allgatherの性能": the TCA advantage over MVAPICH2-GDR (MPI/TCA) shrinks as the node
+  count grows from 2 to 16, and the 16-node run shows TLPs stalled on PEACH2 links.
+"""
+
+import ctypes
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from tca.common.report import Row
+from tca.peach.bench import collective, collective_report
+from test_cli_errors import assert_one_line_error
+
+LIBTCA = ROOT / "target/release/libtca.so"
+
+
+def has_collectives() -> bool:
+    return LIBTCA.exists() and hasattr(ctypes.CDLL(str(LIBTCA)), "tcaCollAllreduce")
+
+
+def needs_sim():
+    missing = [t for t in ("smpicc", "smpirun") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (SimGrid SMPI: make smpi), which this machine does not have")
+
+
+def needs_collectives():
+    if not has_collectives():
+        pytest.skip(f"{LIBTCA} has no collective library (tcaColl*): run `make capi`")
+
+
+def bench_json(*args: str) -> list[dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tca", "bench", "collective", *args, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def values(rows: list[dict], series: str) -> dict[float, float]:
+    found = {r["x"]: r["value"] for r in rows if r["series"] == series}
+    assert found, f"no rows of '{series}' in {sorted({r['series'] for r in rows})}"
+    return found
+
+
+# --- bad input: one line, status 2, before anything runs -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--op", "alltoall", "--platform", "ha-pacs-tca"], "unknown --op 'alltoall'"),
+        (["--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "1"], "--nodes 1"),
+        (["--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "2,32"], "has 16 nodes"),
+        (["--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "2,x"], "bad --nodes '2,x'"),
+        (["--op", "allreduce", "--platform", "ha-pacs-tca", "--sizes", "12"], "multiples of 8 B"),
+        (["--op", "barrier", "--platform", "ha-pacs-tca", "--sizes", "8"], "does not apply to the barrier"),
+        (["--op", "bcast", "--platform", "ha-pacs-tca", "--memory", "disk"], "unknown --memory 'disk'"),
+        (["--op", "bcast"], "--platform is required"),
+        (["--op", "bcast", "--fabric", "shm", "--platform", "ha-pacs-tca"], "applies to --fabric sim only"),
+        (["--op", "bcast", "--platform", "ha-pacs-tca", "--trace", "/tmp/t.json"], "one node count"),
+        (["--op", "bcast", "--platform", "ha-pacs-tca", "--iterations", "0"], "--iterations 0"),
+        (["--op", "bcast", "--platform", "ha-pacs-tca", "--plot", "/nonexistent/p.png"], "does not exist"),
+        (["--op", "bcast", "--platform", "peach9"], "unknown platform 'peach9'"),
+    ],
+)
+def test_bad_input_is_one_line(tca, args, message):
+    assert_one_line_error(tca("bench", "collective", *args, check=False), message)
+
+
+# --- the report, on rows made up for the purpose ----------------------------------------------
+
+
+def made_up(op: str, ratios: dict[int, float]) -> list[Row]:
+    """The rows of runs where TCA takes ratio x MPI's 10 us at 8 B on each node count."""
+    found = []
+    for n, ratio in ratios.items():
+        c_rows = [
+            {"series": f"TCA {op}", "x": 8, "x_unit": "B", "value": 10 * ratio, "max": 11 * ratio},
+            {"series": f"MPI (MVAPICH2) {op}", "x": 8, "x_unit": "B", "value": 10.0, "max": 11.0},
+        ]
+        found += collective.rows_of(c_rows, n, "ha-pacs-tca", "predicted", keep_tca=True)
+    return found
+
+
+def test_rows_of_a_run_carry_means_maxima_and_the_ratio():
+    rows = made_up("allreduce", {4: 0.5})
+    assert [(r.series, r.value, r.unit) for r in rows] == [
+        ("TCA allreduce (4 nodes)", 5.0, "us"),
+        ("TCA allreduce max (4 nodes)", 5.5, "us"),
+        ("MPI (MVAPICH2) allreduce (4 nodes)", 10.0, "us"),
+        ("MPI (MVAPICH2) allreduce max (4 nodes)", 11.0, "us"),
+        ("TCA/MPI (MVAPICH2) allreduce (4 nodes)", 0.5, "x"),
+    ]
+
+
+def test_allreduce_summary_carries_the_seed_half_and_judges_the_tolerance():
+    rows = collective_report.summary(made_up("allreduce", {2: 0.5, 16: 0.9}), "allreduce")
+    assert [(r.x, r.value, r.paper) for r in rows] == [(2, 0.5, 0.5), (16, 0.9, 0.5)]
+    text = collective_report.claims(rows, "allreduce")
+    assert "on 2 nodes = 0.50 (about half)" in text
+    assert "on 16 nodes = 0.90 (outside 0.35-0.65)" in text
+
+
+@pytest.mark.parametrize(
+    ("ratios", "verdict"), [({2: 0.25, 4: 0.4, 16: 0.8}, "(shrinks)"), ({2: 0.25, 4: 0.2}, "does not shrink")]
+)
+def test_allgather_claim_reads_the_advantage_against_nodes(ratios, verdict):
+    rows = collective_report.summary(made_up("allgather", ratios), "allgather")
+    assert {r.series for r in rows} == {"MPI/TCA (MVAPICH2) allgather, 8 B"}
+    assert [r.value for r in sorted(rows, key=lambda r: r.x)] == [1 / v for v in ratios.values()]
+    assert verdict in collective_report.claims(rows, "allgather")
+
+
+def test_stall_counters_are_reported_per_link_most_first():
+    stalls = collective.Stalls(
+        16,
+        1000,
+        30,
+        [
+            {"link": "node0 E port -> node1", "stalled_tlps": 10, "busy_us": 2.0, "tlps": 100},
+            {"link": "node4 S port -> node12", "stalled_tlps": 20, "busy_us": 3.0, "tlps": 200},
+            {"link": "node1 E port -> node2", "stalled_tlps": 0, "busy_us": 1.0, "tlps": 50},
+        ],
+    )
+    text = collective_report.stalls_text([stalls])
+    assert "16 nodes: 30 of 1000 TLPs stalled on 2 link(s)" in text
+    assert text.index("node4 S port") < text.index("node0 E port") and "node1 E port" not in text
+    row = collective_report.stall_rows(collective.Result([], [stalls]), "ha-pacs-tca")[0]
+    assert (row.x, row.value, row.unit) == (16, 3.0, "%")
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+
+def test_mpi_half_on_the_simulator_is_deterministic_and_grows_with_nodes():
+    """MVAPICH2's allreduce through SMPI: one virtual clock, so two runs give the same rows; on a
+    non-blocking InfiniBand switch recursive doubling takes one more step per doubling."""
+    needs_sim()
+    args = ("--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "2,4,8", "--sizes", "8,1K")
+    args += ("--iterations", "5", "--mpi-only")
+    rows = bench_json(*args)
+    assert rows == bench_json(*args)
+    t = {n: values(rows, f"MPI (MVAPICH2) allreduce ({n} nodes)") for n in (2, 4, 8)}
+    for n in (2, 4, 8):
+        assert 0.5 < t[n][8] < t[n][1024], t[n]
+    assert t[2][8] < t[4][8] < t[8][8]
+    assert all(r["kind"] == "predicted" and r["benchmark"] == "collective" for r in rows)
+
+
+@pytest.mark.parametrize("op", collective.OPS)
+def test_every_operation_verifies_on_the_simulator(op):
+    """TCA and MPI both checked against the local reference inside the program (a wrong byte
+    fails the run); GPU buffers, 3 nodes (not a power of two)."""
+    needs_sim()
+    needs_collectives()
+    sizes = () if op == "barrier" else ("--sizes", "8,4K")
+    rows = bench_json(
+        "--op",
+        op,
+        "--platform",
+        "ha-pacs-tca",
+        "--nodes",
+        "3",
+        *sizes,
+        "--memory",
+        "gpu",
+        "--iterations",
+        "3",
+    )
+    suffix = "" if op == "barrier" else " (3 nodes)"
+    tca = values(rows, f"TCA {op}{suffix}")
+    mpi = values(rows, f"MPI (MVAPICH2-GDR) {op}{suffix}")
+    assert tca.keys() == mpi.keys() and all(v > 0 for v in [*tca.values(), *mpi.values()])
+
+
+def test_seed001_allreduce_8_bytes_takes_about_half_of_mpi():
+    """Seed 001, slide "Allreduceの性能": 8 B, mean of 50 runs, about half of MPI's time."""
+    needs_sim()
+    needs_collectives()
+    rows = bench_json("--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "2,4,8,16", "--sizes", "8")
+    lo, hi = collective_report.ALLREDUCE_TOLERANCE
+    ratio = values(rows, "TCA/MPI (MVAPICH2) allreduce, 8 B")
+    assert all(lo <= v <= hi for v in ratio.values()), ratio
+
+
+def test_seed001_allgather_advantage_shrinks_with_path_conflicts():
+    """Seed 001, slide "Allgatherの性能": the gap to MVAPICH2-GDR narrows as p grows because TCA
+    paths collide; GPU buffers as the slide's MVAPICH2-GDR comparison."""
+    needs_sim()
+    needs_collectives()
+    rows = bench_json(
+        "--op",
+        "allgather",
+        "--platform",
+        "ha-pacs-tca",
+        "--nodes",
+        "2,4,8,16",
+        "--sizes",
+        "4K",
+        "--memory",
+        "gpu",
+        "--iterations",
+        "10",
+    )
+    gain = values(rows, "MPI/TCA (MVAPICH2-GDR) allgather, 4096 B")
+    assert gain[2] > gain[4] > gain[8] > gain[16], gain
+    assert gain[2] > 1, gain
+    if collective.stats_supported():
+        stalled = values(rows, "TCA stalled TLPs (% of TLPs)")
+        assert stalled[16] > stalled[2], stalled
+
+
+def test_shm_fabric_runs_tca_beside_each_mpi():
+    for tool in ("mpicc.openmpi", "mpicc.mpich"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"needs {tool} (make mpi), which this machine does not have")
+    needs_collectives()
+    rows = bench_json(
+        "--op", "allreduce", "--fabric", "shm", "--nodes", "2", "--sizes", "8,64", "--iterations", "5"
+    )
+    series = {r["series"] for r in rows}
+    for s in (
+        "TCA allreduce",
+        "MPI (Open MPI) allreduce",
+        "MPI (MPICH) allreduce",
+        "TCA/MPI (Open MPI) allreduce",
+        "TCA/MPI (MPICH) allreduce",
+    ):
+        assert f"{s} (2 nodes)" in series, series
+    assert all(r["kind"] == "measured" and r["platform"] == "this host (shm)" for r in rows)
+
+
+def test_shm_mpi_half_verifies_with_both_mpis():
+    for tool in ("mpicc.openmpi", "mpicc.mpich"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"needs {tool} (make mpi), which this machine does not have")
+    rows = bench_json(
+        "--op",
+        "allgather",
+        "--fabric",
+        "shm",
+        "--nodes",
+        "2",
+        "--sizes",
+        "8,4K",
+        "--iterations",
+        "3",
+        "--mpi-only",
+    )
+    for mpi in ("Open MPI", "MPICH"):
+        assert values(rows, f"MPI ({mpi}) allgather (2 nodes)").keys() == {8, 4096}
