@@ -218,7 +218,8 @@ def cmd_collective(args: argparse.Namespace) -> int:
     rows += collective_report.stall_rows(result, rows[0].platform)
     where = f"{rows[0].platform}" if args.fabric == "sim" else "this host's shm fabric"
     title = (
-        f"tca bench collective {args.op} on {where}: TCA vs MPI, {args.memory} buffers, "
+        f"tca bench collective {args.op} on {where}: {'MPI only' if args.mpi_only else 'TCA vs MPI'}, "
+        f"{args.memory} buffers, "
         f"mean of {args.iterations} calls per size"
     )
     if args.plot:

@@ -169,7 +169,7 @@ def run(cfg: Config, progress: Callable[[int, int], None] | None = None) -> Resu
     kind = "predicted" if cfg.fabric == "sim" else "measured"
     collect = cfg.fabric == "sim" and stats_supported()
     result = Result([])
-    if cfg.fabric == "sim" and not collect:
+    if cfg.fabric == "sim" and not collect and not cfg.mpi_only:
         result.notes.append("per-link stall counters: this `tca run` cannot write the simulator's statistics")
     if cfg.fabric == "shm":
         first = SHM_FABRICS[targets[0]]

@@ -116,7 +116,9 @@ def claims(rows: list[Row], op: str) -> str:
         lines.append(f"#   seed: {ALLREDUCE_SOURCE}")
         eight = [r for r in rows if r.x_unit == "nodes" and r.series.endswith(", 8 B")]
         if not eight:
-            lines.append("#   here: no 8-byte allreduce at two or more node counts in this run")
+            lines.append(
+                "#   here: this run has no TCA/MPI ratio of the 8-byte allreduce at two or more node counts"
+            )
         lo, hi = ALLREDUCE_TOLERANCE
         for r in sorted(eight, key=lambda r: (r.series, r.x)):
             verdict = "about half" if lo <= r.value <= hi else f"outside {lo}-{hi}"
@@ -125,7 +127,9 @@ def claims(rows: list[Row], op: str) -> str:
         lines.append(f"#   seed: {ALLGATHER_SOURCE}")
         series = sorted({r.series for r in rows if r.x_unit == "nodes" and r.series.startswith("MPI/TCA")})
         if not series:
-            lines.append("#   here: the allgather at two or more node counts is needed for this claim")
+            lines.append(
+                "#   here: this run has no TCA/MPI ratio of the allgather at two or more node counts"
+            )
         for s in series:
             pts = sorted((r.x, r.value) for r in rows if r.series == s)
             trend = (
