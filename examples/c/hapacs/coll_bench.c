@@ -31,22 +31,6 @@
 
 #include "hapacs.h"
 
-/*
- * The collective library, as tca-api.h declares it. Weak: a libtca built without the
- * collective library still runs this program with --mpi-only.
- */
-#pragma weak tcaCollBarrier
-#pragma weak tcaCollAllgather
-#pragma weak tcaCollAllreduce
-#pragma weak tcaCollReduce
-#pragma weak tcaCollBcast
-tcaresult tcaCollBarrier(void);
-tcaresult tcaCollAllgather(const void *send, void *recv, size_t size);
-tcaresult tcaCollAllreduce(const void *send, void *recv, size_t count, tcaDataType type, tcaOp op);
-tcaresult tcaCollReduce(const void *send, void *recv, size_t count, tcaDataType type, tcaOp op,
-                        int root);
-tcaresult tcaCollBcast(void *buf, size_t size, int root);
-
 enum op { ALLREDUCE, ALLGATHER, BCAST, REDUCE, BARRIER };
 static const char *const OPS[] = {"allreduce", "allgather", "bcast", "reduce", "barrier"};
 enum { ROOT = 0 };
@@ -175,9 +159,6 @@ static struct config parse(int argc, char **argv, int rank)
         if ((c.op == ALLREDUCE || c.op == REDUCE) && c.sizes[k] % sizeof(double))
             usage(rank, "allreduce and reduce sizes must be multiples of 8 bytes (doubles)");
     if (c.op == BARRIER) c.nsizes = 1; /* no data: one measurement */
-    if (!c.mpi_only && !(tcaCollBarrier && tcaCollAllgather && tcaCollAllreduce && tcaCollReduce &&
-                         tcaCollBcast))
-        usage(rank, "this libtca has no collective library (tcaColl*): rebuild it, or --mpi-only");
     return c;
 }
 

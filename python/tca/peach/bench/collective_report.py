@@ -112,7 +112,12 @@ def stalls_text(stalls: list[Stalls]) -> str:
 def claims(rows: list[Row], op: str) -> str:
     """Seed 001's statement for this operation and what the run gives."""
     lines = ["# Comparison with seed 001"]
-    if op == "allreduce":
+    if any(r.kind == "measured" for r in rows):
+        lines.append(
+            "#   seed 001's results are of HA-PACS/TCA: compare with --fabric sim --platform ha-pacs-tca "
+            "(this run measured this host)"
+        )
+    elif op == "allreduce":
         lines.append(f"#   seed: {ALLREDUCE_SOURCE}")
         eight = [r for r in rows if r.x_unit == "nodes" and r.series.endswith(", 8 B")]
         if not eight:
