@@ -71,7 +71,9 @@ def add_app_parsers(bench) -> None:
     cg.add_argument("--nodes", default="1,2,4,8,16", help="node counts, a comma list (default 1,2,4,8,16)")
     cg.add_argument("--iterations", type=int, default=1000, help="CG iterations (default 1000, seed 001)")
     cg.add_argument("--shape", help="ROWS,NNZ,BAND instead of nd6k's 18000,6897316,400 (rows and band even)")
-    cg.add_argument("--compute", default="none", choices=["none", "declared"], help="charge computation (sim)")
+    cg.add_argument(
+        "--compute", default="none", choices=["none", "declared"], help="charge computation (sim)"
+    )
     cg.add_argument("--fabric", default="sim", choices=fabrics, help=fabric_help)
     add_options(cg)
     cg.set_defaults(func=cmd_cg)
@@ -113,10 +115,8 @@ def cmd_cg(args: argparse.Namespace) -> int:
     with progress_bar("cg", not args.json) as update:
         rows = cg.run(args.platform, nodes, fabric, args.iterations, shape, args.compute, update)
     where = args.platform if fabric == "sim" else f"this host ({fabric})"
-    title = (
-        f"tca bench cg on {where}: rank 0's time for {args.iterations} CG iterations "
-        f"(computation {'declared' if args.compute == 'declared' else 'not charged' if fabric == 'sim' else 'measured'})"
-    )
+    charged = "declared" if args.compute == "declared" else "not charged" if fabric == "sim" else "measured"
+    title = f"tca bench cg on {where}: rank 0's time, {args.iterations} CG iterations (computation {charged})"
     if args.plot:
         cg.plot_breakdown(rows, args.plot, title)
     args.plot = None

@@ -59,7 +59,17 @@ def run(
             raise TcaError(f"cg on {n} nodes printed no verification line")
         for r in done.rows:
             rows.append(
-                Row(BENCHMARK, name, r["series"], r["x"], "nodes", r["value"], "s", source=SEED_NOTE, kind=kind)
+                Row(
+                    BENCHMARK,
+                    name,
+                    r["series"],
+                    r["x"],
+                    "nodes",
+                    r["value"],
+                    "s",
+                    source=SEED_NOTE,
+                    kind=kind,
+                )
             )
         if progress:
             progress(i + 1, len(nodes))
