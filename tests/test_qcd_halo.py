@@ -12,7 +12,6 @@ import re
 import shutil
 
 import pytest
-
 from tca import TcaError
 from tca.peach import cprog
 from tca.peach.bench import qcd_halo
@@ -33,7 +32,9 @@ def need(fabric: str) -> None:
 def run(fabric: str, px: int, py: int, iterations: int = 20) -> cprog.Run:
     need(fabric)
     exe = cprog.build("qcd_halo", qcd_halo.SOURCES, fabric, qcd_halo.HEADERS)
-    return cprog.run(exe, px * py, fabric, [str(px), str(py), str(iterations)], PLATFORM if fabric == "sim" else None)
+    return cprog.run(
+        exe, px * py, fabric, [str(px), str(py), str(iterations)], PLATFORM if fabric == "sim" else None
+    )
 
 
 def checksum(done: cprog.Run) -> str:

@@ -3,7 +3,7 @@
  * RMA interface for TCA (seed 001, slides "QUDA QCD Library のTCA向け実装" and "QUDA Library":
  * QUDA -> RMA interface -> { MPI-3 RMA | TCA }).
  *
- * A window exposes one buffer of every rank (device memory from cudaMalloc, or host memory).
+ * A window exposes one buffer of device memory (cudaMalloc) of every rank.
  * The program declares its puts once (persistent: source offset in its own window, target rank,
  * target offset, size); rma_commit fixes them; each rma_epoch then carries out every declared
  * put and returns when this rank's puts are done and every put aimed at this rank has landed.
