@@ -72,7 +72,9 @@ def add_app_parsers(bench) -> None:
     cg.add_argument("--iterations", type=int, default=1000, help="CG iterations (default 1000, seed 001)")
     cg.add_argument("--shape", help="ROWS,NNZ,BAND instead of nd6k's 18000,6897316,400 (rows and band even)")
     cg.add_argument(
-        "--compute", default="none", choices=["none", "declared"], help="charge computation (sim)"
+        "--compute",
+        choices=["none", "declared"],
+        help="charge computation on the simulator (default declared: a K20X streaming the data)",
     )
     cg.add_argument("--fabric", default="sim", choices=fabrics, help=fabric_help)
     add_options(cg)
@@ -112,10 +114,11 @@ def cmd_cg(args: argparse.Namespace) -> int:
     if shape is not None and len(shape) != 3:
         raise TcaError("--shape takes ROWS,NNZ,BAND")
     check_files(args)
+    compute = args.compute or ("declared" if fabric == "sim" else "none")
     with progress_bar("cg", not args.json) as update:
-        rows = cg.run(args.platform, nodes, fabric, args.iterations, shape, args.compute, update)
+        rows = cg.run(args.platform, nodes, fabric, args.iterations, shape, compute, update)
     where = args.platform if fabric == "sim" else f"this host ({fabric})"
-    charged = "declared" if args.compute == "declared" else "not charged" if fabric == "sim" else "measured"
+    charged = "declared" if compute == "declared" else "not charged" if fabric == "sim" else "measured"
     title = f"tca bench cg on {where}: rank 0's time, {args.iterations} CG iterations (computation {charged})"
     if args.plot:
         cg.plot_breakdown(rows, args.plot, title)
