@@ -19,6 +19,7 @@ typedef struct {
 } entry;
 
 static entry arrays[REFLECT_ARRAYS];
+static double last_barrier;
 
 static const int OPPOSITE[HM_DIRS] = {HM_IP, HM_IM, HM_JP, HM_JM, HM_PP, HM_PM, HM_MP, HM_MM};
 
@@ -121,9 +122,13 @@ tcaresult reflect(float *array)
         if ((r = tcaWaitDMAC(e->channel)) != TCA_SUCCESS) return r;
     }
     /* The barrier after the DMA (seed 001, XcalableACC on TCA). */
+    double t0 = MPI_Wtime();
     MPI_Barrier(MPI_COMM_WORLD);
+    last_barrier = MPI_Wtime() - t0;
     return TCA_SUCCESS;
 }
+
+double reflect_last_barrier(void) { return last_barrier; }
 
 size_t reflect_sent_bytes(const float *array)
 {

@@ -28,6 +28,9 @@ tcaresult reflect_align(float *array, size_t bytes, const hm_layout *l, int chan
 /* Exchanges the halos of `array` (declared with reflect_align). */
 tcaresult reflect(float *array);
 
+/* Seconds the barrier of the last reflect() took (MPI_Wtime). */
+double reflect_last_barrier(void);
+
 /* Bytes this rank sends per reflect of `array` (0 if not declared). */
 size_t reflect_sent_bytes(const float *array);
 
