@@ -63,7 +63,9 @@ def add_parser(subparsers) -> None:
         "himeno", help="Himeno 3-D Jacobi on GPU buffers, halo by TCA reflect and by MPI (seed 001)"
     )
     hm.add_argument("--platform", required=True, help="platform name or .toml file")
-    hm.add_argument("--sizes", default="S,M,L", help="Himeno sizes, a list of XS, S, M, L, XL (default S,M,L)")
+    hm.add_argument(
+        "--sizes", default="S,M,L", help="Himeno sizes, a list of XS, S, M, L, XL (default S,M,L)"
+    )
     hm.add_argument("--nodes", default="4", help="node counts, a comma list (default 4)")
     hm.add_argument(
         "--fabric",

@@ -22,7 +22,13 @@ HAPACS = cprog.ROOT / "examples" / "c" / "hapacs"
 SOURCES = [HAPACS / n for n in ("himeno.c", "himeno_kernel.c", "himeno_mpi.c", "reflect.c")]
 HEADERS = [HAPACS / n for n in ("himeno.h", "himeno_mpi.h", "reflect.h", "hapacs.h")]
 # Points along i, j, k (boundary included), as the benchmark's C source defines the sizes.
-SIZES = {"XS": (33, 33, 65), "S": (65, 65, 129), "M": (129, 129, 257), "L": (257, 257, 513), "XL": (513, 513, 1025)}
+SIZES = {
+    "XS": (33, 33, 65),
+    "S": (65, 65, 129),
+    "M": (129, 129, 257),
+    "L": (257, 257, 513),
+    "XL": (513, 513, 1025),
+}
 # Iterations when none are given: the halo exchange is what is compared, and L takes ~5 s of
 # host compute per iteration on the simulator (4 ranks in one process).
 DEFAULT_ITERATIONS = {"XS": 10, "S": 10, "M": 5, "L": 3, "XL": 2}
@@ -112,8 +118,20 @@ def to_rows(program_rows: list[dict], size: str, platform: str, suffix: str, kin
     for needed in ("TCA halo", "MPI halo", "compute"):
         if needed not in by_series:
             raise TcaError(f"himeno {size}: the program printed no '{needed}' row")
-    rows = [Row(BENCHMARK, platform, r["series"] + suffix, x, "points", r["value"], "us", kind=kind) for r in program_rows]
-    halo = Row(BENCHMARK, platform, "halo per rank" + suffix, x, "points", by_series["TCA halo"]["halo_bytes"], "B", kind=kind)
+    rows = [
+        Row(BENCHMARK, platform, r["series"] + suffix, x, "points", r["value"], "us", kind=kind)
+        for r in program_rows
+    ]
+    halo = Row(
+        BENCHMARK,
+        platform,
+        "halo per rank" + suffix,
+        x,
+        "points",
+        by_series["TCA halo"]["halo_bytes"],
+        "B",
+        kind=kind,
+    )
     ratio = Row(
         BENCHMARK,
         platform,
