@@ -28,6 +28,11 @@ step $TCA run -n 4 "$OUT/c_api_errors"
 for n in 2 4 8; do
     step $TCA run -n $n "$OUT/published_api"
 done
+# The collective library (tcaColl*): every operator on every type against a serial reference.
+cc -O2 -Wall -Wextra -Werror -o "$OUT/collectives" tests/shm/collectives.c $flags
+for n in 1 3 4 16; do
+    step $TCA run -n $n "$OUT/collectives"
+done
 # Descriptor tables by tag and in internal memory: a block-stride face exchange, data checked.
 cc -O2 -Wall -Wextra -Werror -o "$OUT/desc_table" tests/shm/desc_table.c $flags
 for n in 2 4; do
@@ -72,6 +77,7 @@ for mpi in openmpi mpich; do
     step "${run[@]}" -n 4 "$OUT/block_stride.$mpi" 5
     step "${run[@]}" -n 3 "$OUT/alltoall.$mpi" 64 20
     step "${run[@]}" -n 2 "$OUT/mpi_rma_pingpong.$mpi" 4096 0.02
+    step "${run[@]}" -n 5 "$OUT/collectives"
 done
 
 after=$(shm_files)

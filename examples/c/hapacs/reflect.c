@@ -121,11 +121,11 @@ tcaresult reflect(float *array)
                 return r;
         if ((r = tcaWaitDMAC(e->channel)) != TCA_SUCCESS) return r;
     }
-    /* The barrier after the DMA (seed 001, XcalableACC on TCA). */
+    /* The barrier after the DMA (seed 001, XcalableACC on TCA): the TCA collective library's. */
     double t0 = MPI_Wtime();
-    MPI_Barrier(MPI_COMM_WORLD);
+    r = tcaCollBarrier();
     last_barrier = MPI_Wtime() - t0;
-    return TCA_SUCCESS;
+    return r;
 }
 
 double reflect_last_barrier(void) { return last_barrier; }
@@ -148,8 +148,8 @@ tcaresult reflect_free(float *array)
     if (!e) return TCA_ERROR_INVALID_ARGUMENT;
     tcaresult r = TCA_SUCCESS;
     if (e->built) {
-        MPI_Barrier(MPI_COMM_WORLD); /* no peer writes into this array any more */
-        if (e->tag) r = tcaDestroyDMADesc(e->tag);
+        r = tcaCollBarrier(); /* no peer writes into this array any more */
+        if (e->tag && r == TCA_SUCCESS) r = tcaDestroyDMADesc(e->tag);
         tcaresult h = tcaDestroyHandle(&e->me);
         if (r == TCA_SUCCESS) r = h;
     }

@@ -11,7 +11,11 @@
  * row of k per i), the four i-j corners as plain descriptors (one row of k each), every entry
  * notifying its receiver. Every call then only kicks the chain, waits for one notification
  * per neighbour and for its own channel, and ends with the barrier after the DMA that seed 001
- * names as TCA's extra cost.
+ * names as TCA's extra cost (tcaCollBarrier, the collective library's PIO barrier).
+ *
+ * The barrier does not keep a neighbour from writing the next halo while this rank still reads
+ * the last one: the caller's loop needs a synchronization between its sweep and the next
+ * reflect() (Himeno's residual reduction is one).
  *
  * Collective: every rank calls reflect() for the same arrays in the same order.
  */

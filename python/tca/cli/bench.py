@@ -76,6 +76,81 @@ def add_parser(subparsers) -> None:
     hm.add_argument("--iterations", type=int, help="iterations per size (default 10 for S, 5 for M, 3 for L)")
     add_options(hm)
     hm.set_defaults(func=cmd_himeno)
+    add_app_parsers(bench)
+
+
+def add_app_parsers(bench) -> None:
+    """``tca bench cg`` and ``tca bench qcd-halo``: the C applications (examples/c/hapacs)."""
+    fabrics = ["sim", "shm", "shm-openmpi", "shm-mpich"]
+    fabric_help = "sim: simulated platform (default); shm (= shm-openmpi), shm-mpich: this host under mpirun"
+    cg = bench.add_parser("cg", help="CG on an nd6k-shaped matrix, TCA vs MPI (seed 001)")
+    cg.add_argument("--platform", help="platform name or .toml file (--fabric sim)")
+    cg.add_argument("--nodes", default="1,2,4,8,16", help="node counts, a comma list (default 1,2,4,8,16)")
+    cg.add_argument("--iterations", type=int, default=1000, help="CG iterations (default 1000, seed 001)")
+    cg.add_argument("--shape", help="ROWS,NNZ,BAND instead of nd6k's 18000,6897316,400 (rows and band even)")
+    cg.add_argument(
+        "--compute", default="none", choices=["none", "declared"], help="charge computation (sim)"
+    )
+    cg.add_argument("--fabric", default="sim", choices=fabrics, help=fabric_help)
+    add_options(cg)
+    cg.set_defaults(func=cmd_cg)
+
+    q = bench.add_parser("qcd-halo", help="8^4 Wilson-Dirac halo exchange: RMA layer vs MPI P2P (seed 001)")
+    q.add_argument("--platform", help="platform name or .toml file (--fabric sim)")
+    q.add_argument("--grids", default="1x2,2x2,2x4,4x4", help="(x,y) process grids (default 1x2,2x2,2x4,4x4)")
+    q.add_argument("--iterations", type=int, default=100, help="timed exchanges per method (default 100)")
+    q.add_argument("--fabric", default="sim", choices=fabrics, help=fabric_help)
+    add_options(q)
+    q.set_defaults(func=cmd_qcd_halo)
+
+
+def app_fabric(args: argparse.Namespace) -> str:
+    fabric = "shm-openmpi" if args.fabric == "shm" else args.fabric
+    if fabric == "sim" and args.platform is None:
+        raise TcaError("--platform is required with --fabric sim")
+    if fabric != "sim" and args.platform:
+        raise TcaError("--platform applies to --fabric sim only")
+    return fabric
+
+
+def parse_counts(text: str, what: str) -> list[int]:
+    try:
+        return [int(t) for t in text.split(",")]
+    except ValueError:
+        raise TcaError(f"bad {what} '{text}' (expected a list such as 1,2,4)") from None
+
+
+def cmd_cg(args: argparse.Namespace) -> int:
+    from tca.peach.bench import cg
+
+    fabric = app_fabric(args)
+    nodes = parse_counts(args.nodes, "--nodes")
+    shape = tuple(parse_counts(args.shape, "--shape")) if args.shape else None
+    if shape is not None and len(shape) != 3:
+        raise TcaError("--shape takes ROWS,NNZ,BAND")
+    check_files(args)
+    with progress_bar("cg", not args.json) as update:
+        rows = cg.run(args.platform, nodes, fabric, args.iterations, shape, args.compute, update)
+    where = args.platform if fabric == "sim" else f"this host ({fabric})"
+    charged = "declared" if args.compute == "declared" else "not charged" if fabric == "sim" else "measured"
+    title = f"tca bench cg on {where}: rank 0's time, {args.iterations} CG iterations (computation {charged})"
+    if args.plot:
+        cg.plot_breakdown(rows, args.plot, title)
+    args.plot = None
+    return emit(rows, title, args)
+
+
+def cmd_qcd_halo(args: argparse.Namespace) -> int:
+    from tca.peach.bench import qcd_halo
+
+    fabric = app_fabric(args)
+    grids = qcd_halo.parse_grids(args.grids)
+    check_files(args)
+    with progress_bar("qcd-halo", not args.json) as update:
+        rows = qcd_halo.run(args.platform, grids, fabric, args.iterations, progress=update)
+    where = args.platform if fabric == "sim" else f"this host ({fabric})"
+    title = f"tca bench qcd-halo on {where}: 8^4 Wilson-Dirac halo exchange per (x,y) grid, time per exchange"
+    return emit(rows, title, args)
 
 
 def run_dma_bw(

@@ -66,6 +66,8 @@ typedef int tcaresult;
 #define TCA_ERROR_DESC_SLOT_OUT_OF_RANGE 106 /* descriptor slot < 0 or >= the table's entries */
 #define TCA_ERROR_EMPTY_TABLE 107           /* chain of a table (or internal slot) without entry */
 #define TCA_ERROR_INTERNAL_MEMORY_FULL 108  /* internal slot >= TCA_DMA_DESC_INT_SLOTS */
+#define TCA_ERROR_INVALID_OP 109            /* TCA_OP_NOOP, or a bitwise operator on a float type */
+#define TCA_ERROR_COLL_MISMATCH 110         /* ranks called a tcaColl* with different arguments */
 
 /* One line of English text for a code ("success", "timed out", ...). Never NULL. */
 const char *tcaGetErrorString(tcaresult code);
@@ -86,7 +88,7 @@ typedef int tcaDMAFlag;              /* an OR of the flags above (programs decla
 /* Extension: how the DMA controller gets the requests (seed 000 §3.5.2). */
 enum tcaDMAMode { tcaDMAModeAuto = 0, tcaDMAModeRegister = 1, tcaDMAModeChaining = 2 };
 
-/* Reduction operators and types of the published API (the collectives are not provided yet).
+/* Reduction operators and types of the published API (tcaCollAllreduce, tcaCollReduce).
  * TCA_OP_NOOP is the last operator. A type's value is its size in bytes << 8 | its index
  * (programs take the size as type >> 8 and index tables with type & 0xff). */
 typedef enum tcaOp { TCA_OP_SUM, TCA_OP_PROD, TCA_OP_MAX, TCA_OP_MIN, TCA_OP_BAND, TCA_OP_LAND,
@@ -221,12 +223,46 @@ tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int
 
 /* ---- bootstrap without MPI (extensions) ---- */
 
-/* Gathers size bytes from every rank into recv (size * nodes bytes, rank order). When ranks
+/* The job's bootstrap, for exchanging handles: carried out by the fabric's own channel (costs
+ * no simulated time on the simulator), not by TCA communication. For collectives of the
+ * program's data use the tcaColl* functions below.
+ * Gathers size bytes from every rank into recv (size * nodes bytes, rank order). When ranks
  * pass different sizes, every rank gets TCA_ERROR_OUT_OF_BOUNDS (TCA_ERROR_TOO_LARGE where
  * size is above 64 KiB) and the job stays usable. After a collective that timed out or lost a
  * peer, every later tcaAllgather and tcaBarrier returns that error again. */
 tcaresult tcaAllgather(const void *send, void *recv, size_t size);
 tcaresult tcaBarrier(void);
+
+/* ---- the collective library on the basic API (seed 001) ---- */
+
+/* Collectives carried out with TCA communication only (PIO stores and waits for small
+ * payloads, DMA chains with notifications for large ones), so the simulator times them through
+ * the PEACH2 model. Every rank of the job calls each one with the same arguments (size, count,
+ * type, operator, root); where they differ every rank gets TCA_ERROR_COLL_MISMATCH (or, where
+ * ranks even choose different algorithms, the fabric's deadlock or timeout error). The first
+ * call sets the library up (collective too); tcaFinalize releases it.
+ * Buffers are host or device memory, tcaMalloc'd or not; send == recv means in place.
+ * Reductions fold the ranks' contributions in rank order, ((x0 op x1) op x2) ..., so every rank
+ * gets the same bits. TCA_OP_BAND/BOR/BXOR on TCA_FLOAT/DOUBLE/LONG_DOUBLE and TCA_OP_NOOP are
+ * TCA_ERROR_INVALID_OP; logical operators give 1 or 0 in the data type; integers wrap.
+ * Large payloads register chains on the DMA channels TCA_COLL_CHANNELS names (environment,
+ * "0,1,2,3" by default; every rank the same): a chain of the program registered on one of them
+ * must be registered again after such a call. Notification slots 62 and 63 are the library's.
+ * Algorithms, thresholds and measured times: docs/collectives.md. */
+
+/* Returns when every rank has called it (dissemination barrier over PIO). */
+tcaresult tcaCollBarrier(void);
+/* Every rank's size bytes at send into recv (size * nodes bytes, in rank order). In place
+ * (send == recv): this rank's block is already at recv + rank * size. */
+tcaresult tcaCollAllgather(const void *send, void *recv, size_t size);
+/* The element-wise reduction of every rank's count elements at send into recv on every rank. */
+tcaresult tcaCollAllreduce(const void *send, void *recv, size_t count, tcaDataType type, tcaOp op);
+/* As tcaCollAllreduce, the result only at rank root (recv is not used elsewhere; may be NULL).
+ * A root outside the job is TCA_ERROR_INVALID_NODE. */
+tcaresult tcaCollReduce(const void *send, void *recv, size_t count, tcaDataType type, tcaOp op,
+                        int root);
+/* Rank root's size bytes at buf into buf on every rank. */
+tcaresult tcaCollBcast(void *buf, size_t size, int root);
 
 #ifdef __cplusplus
 }

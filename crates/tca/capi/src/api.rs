@@ -111,6 +111,7 @@ pub extern "C" fn tcaFinalize() -> c_int {
         if let Some(k) = key {
             blocks().retain(|(f, _), _| *f != k);
             crate::desc_table::forget(k);
+            crate::coll::forget(k);
         }
         r
     })

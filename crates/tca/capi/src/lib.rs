@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod coll;
 pub mod cuda;
 pub mod desc_table;
 pub mod registry;

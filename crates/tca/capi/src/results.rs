@@ -1,4 +1,4 @@
-//! Result codes of the C ABI: the codes of [`TcaError`] unchanged, and four codes of the ABI
+//! Result codes of the C ABI: the codes of [`TcaError`] unchanged, and the codes of the ABI
 //! itself. One table ([`c_errors`]) names them all as `tca-api.h` does; a test checks the
 //! header's `#define TCA_ERROR_*` lines against it, so the two cannot drift.
 //!
@@ -19,12 +19,20 @@ pub const TCA_ERROR_UNKNOWN_FABRIC: c_int = 102;
 /// `tcaFree` with a memory type other than the block's (C ABI only).
 pub const TCA_ERROR_MEMORY_TYPE_MISMATCH: c_int = 103;
 
+/// A reduction operator that is not one (`TCA_OP_NOOP`) or not defined on the data type
+/// (a bitwise operator on floating point): the collectives (C ABI only).
+pub const TCA_ERROR_INVALID_OP: c_int = 109;
+/// The ranks called a collective with different arguments (kind, size, type, operator, root).
+pub const TCA_ERROR_COLL_MISMATCH: c_int = 110;
+
 /// The codes only the C ABI returns: (code, C name, message).
-pub const ABI_ERRORS: [(c_int, &str, &str); 4] = [
+pub const ABI_ERRORS: [(c_int, &str, &str); 6] = [
     (TCA_ERROR_INVALID_ARGUMENT, "TCA_ERROR_INVALID_ARGUMENT", "invalid argument (NULL pointer or negative number)"),
     (TCA_ERROR_INTERNAL, "TCA_ERROR_INTERNAL", "internal error in the TCA library"),
     (TCA_ERROR_UNKNOWN_FABRIC, "TCA_ERROR_UNKNOWN_FABRIC", "TCA_FABRIC names no fabric of this process"),
     (TCA_ERROR_MEMORY_TYPE_MISMATCH, "TCA_ERROR_MEMORY_TYPE_MISMATCH", "memory type is not the block's (tcaFree)"),
+    (TCA_ERROR_INVALID_OP, "TCA_ERROR_INVALID_OP", "reduction operator not defined for the data type"),
+    (TCA_ERROR_COLL_MISMATCH, "TCA_ERROR_COLL_MISMATCH", "ranks called the collective with different arguments"),
 ];
 
 /// The C name of an error: `TCA_ERROR_` and its Rust name in upper snake case

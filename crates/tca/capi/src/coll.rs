@@ -1,0 +1,173 @@
+//! The collective library on the basic API (seed 001) in C: `tcaCollBarrier`,
+//! `tcaCollAllgather`, `tcaCollAllreduce`, `tcaCollReduce` and `tcaCollBcast`, each carried out
+//! by the rank's [`tca_coll::Coll`], set up by its first collective (every rank calls it: the
+//! set-up is collective too) and released by `tcaFinalize`.
+//!
+//! `TCA_COLL_CHANNELS` (a comma-separated list of DMA channels, default `0,1,2,3`) names the
+//! channels the DMA collectives may register chains on; every rank must set the same.
+
+use crate::api::fabric_key;
+use crate::registry::with_fabric;
+use crate::results::{run, CErr, TCA_ERROR_COLL_MISMATCH, TCA_ERROR_INVALID_ARGUMENT, TCA_ERROR_INVALID_OP};
+use std::collections::BTreeMap;
+use std::ffi::{c_int, c_void};
+use std::sync::{Mutex, MutexGuard};
+use tca_coll::{Coll, CollError, Config, DataType, Op};
+use tca_proto::{Fabric, CHANNELS};
+
+/// Each rank's library by fabric. A rank's library is taken out while it runs a collective:
+/// inside SMPI every rank runs on one thread, and a collective blocks in SimGrid.
+fn ranks() -> MutexGuard<'static, BTreeMap<usize, Coll>> {
+    static RANKS: Mutex<BTreeMap<usize, Coll>> = Mutex::new(BTreeMap::new());
+    RANKS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `tcaFinalize`: the rank's library goes with its fabric.
+pub(crate) fn forget(key: usize) {
+    ranks().remove(&key);
+}
+
+impl From<CollError> for CErr {
+    fn from(e: CollError) -> Self {
+        match e {
+            CollError::Fabric(e) => CErr::Tca(e.error),
+            CollError::InvalidOp(_) => CErr::Abi(TCA_ERROR_INVALID_OP),
+            CollError::Mismatch(_) => CErr::Abi(TCA_ERROR_COLL_MISMATCH),
+            CollError::InvalidType(_) | CollError::InvalidArgument(_) => CErr::Abi(TCA_ERROR_INVALID_ARGUMENT),
+        }
+    }
+}
+
+/// The configuration `TCA_COLL_CHANNELS` asks for.
+fn config() -> Result<Config, CErr> {
+    let mut c = Config::default();
+    if let Ok(v) = std::env::var("TCA_COLL_CHANNELS") {
+        let parsed: Result<Vec<u8>, _> = v.split(',').map(|s| s.trim().parse::<u8>()).collect();
+        match parsed {
+            Ok(ch) if !ch.is_empty() && ch.iter().all(|&x| usize::from(x) < CHANNELS) => c.channels = ch,
+            _ => {
+                use std::io::Write;
+                let line = format!("tcaColl: TCA_COLL_CHANNELS={v:?}: a comma-separated list of channels 0..{CHANNELS}\n");
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                return Err(CErr::Arg);
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Runs `op` with the calling rank's library, setting it up first if needed.
+fn with_coll(op: impl FnOnce(&mut Coll, &dyn Fabric) -> Result<(), CollError>) -> Result<(), CErr> {
+    with_fabric(|f| {
+        let key = fabric_key(f);
+        let taken = ranks().remove(&key);
+        let mut coll = match taken {
+            Some(c) => c,
+            None => Coll::new(f, config()?)?,
+        };
+        let r = op(&mut coll, f);
+        ranks().insert(key, coll);
+        Ok(r?)
+    })
+}
+
+fn op_type(ty: c_int, op: c_int) -> Result<(DataType, Op), CErr> {
+    Ok((DataType::from_value(ty)?, Op::from_value(op)?))
+}
+
+/// `tcaCollBarrier`.
+#[no_mangle]
+pub extern "C" fn tcaCollBarrier() -> c_int {
+    run(|| with_coll(|c, f| c.barrier(f)))
+}
+
+/// `tcaCollAllgather`.
+#[no_mangle]
+pub unsafe extern "C" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
+    run(|| {
+        if size > 0 && (send.is_null() || recv.is_null()) {
+            return Err(CErr::Arg);
+        }
+        let (s, r) = (send as usize as u64, recv as usize as u64);
+        // SAFETY: the caller's contract (tca-api.h): send holds size bytes, recv size * nodes.
+        with_coll(|c, f| unsafe { c.allgather_raw(f, s, r, size as u64) })
+    })
+}
+
+/// `tcaCollAllreduce`.
+#[no_mangle]
+pub unsafe extern "C" fn tcaCollAllreduce(send: *const c_void, recv: *mut c_void, count: usize, ty: c_int, op: c_int) -> c_int {
+    run(|| {
+        let (ty, op) = op_type(ty, op)?;
+        if count > 0 && (send.is_null() || recv.is_null()) {
+            return Err(CErr::Arg);
+        }
+        let (s, r) = (send as usize as u64, recv as usize as u64);
+        // SAFETY: the caller's contract: both hold count elements.
+        with_coll(|c, f| unsafe { c.allreduce_raw(f, s, r, count as u64, ty, op) })
+    })
+}
+
+/// `tcaCollReduce`.
+#[no_mangle]
+pub unsafe extern "C" fn tcaCollReduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    ty: c_int,
+    op: c_int,
+    root: c_int,
+) -> c_int {
+    run(|| {
+        let (ty, op) = op_type(ty, op)?;
+        if count > 0 && send.is_null() {
+            return Err(CErr::Arg);
+        }
+        let (s, r) = (send as usize as u64, recv as usize as u64);
+        with_coll(|c, f| {
+            if count > 0 && r == 0 && i64::from(root) == i64::from(c.rank()) {
+                return Err(CollError::InvalidArgument("tcaCollReduce: NULL recv at the root".into()));
+            }
+            // SAFETY: the caller's contract: send holds count elements, recv too at the root.
+            unsafe { c.reduce_raw(f, s, r, count as u64, ty, op, i64::from(root)) }
+        })
+    })
+}
+
+/// `tcaCollBcast`.
+#[no_mangle]
+pub unsafe extern "C" fn tcaCollBcast(buf: *mut c_void, size: usize, root: c_int) -> c_int {
+    run(|| {
+        if size > 0 && buf.is_null() {
+            return Err(CErr::Arg);
+        }
+        let b = buf as usize as u64;
+        // SAFETY: the caller's contract: buf holds size bytes.
+        with_coll(|c, f| unsafe { c.bcast_raw(f, b, size as u64, i64::from(root)) })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tca_proto::TcaError;
+
+    #[test]
+    fn calls_before_init_and_bad_arguments_fail_cleanly() {
+        assert_eq!(tcaCollBarrier(), TcaError::NotInitialized.code());
+        // SAFETY: NULL with a count is refused before anything is read.
+        let r = unsafe { tcaCollAllreduce(std::ptr::null(), std::ptr::null_mut(), 1, 4 << 8 | 6, 0) };
+        assert_eq!(r, TCA_ERROR_INVALID_ARGUMENT);
+        // SAFETY: as above: the operator is checked first.
+        let r = unsafe { tcaCollAllreduce(std::ptr::null(), std::ptr::null_mut(), 1, 4 << 8 | 12, 4) };
+        assert_eq!(r, TCA_ERROR_INVALID_OP, "BAND on float");
+        // SAFETY: as above.
+        let r = unsafe { tcaCollAllreduce(std::ptr::null(), std::ptr::null_mut(), 1, 4 << 8 | 6, 10) };
+        assert_eq!(r, TCA_ERROR_INVALID_OP, "TCA_OP_NOOP");
+        // SAFETY: as above.
+        let r = unsafe { tcaCollAllreduce(std::ptr::null(), std::ptr::null_mut(), 1, 7, 0) };
+        assert_eq!(r, TCA_ERROR_INVALID_ARGUMENT, "no such type");
+        // SAFETY: as above.
+        assert_eq!(unsafe { tcaCollBcast(std::ptr::null_mut(), 8, 0) }, TCA_ERROR_INVALID_ARGUMENT);
+    }
+}

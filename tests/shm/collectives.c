@@ -1,0 +1,210 @@
+/* The collective library of libtca (tcaColl*) on a running job, every rank checking its
+ * results against a serial reference it computes itself: tcaCollAllreduce and tcaCollReduce for
+ * every operator on every data type (PIO and DMA sizes), tcaCollAllgather and tcaCollBcast
+ * (PIO and DMA sizes, in place, tcaMalloc'd buffers), tcaCollBarrier, and the errors. Runs
+ * under `tca run -n N` and mpirun (tests/shm/run-c.sh) and, built with `tca cc`, on the
+ * simulator (tests/smpi/test_tca_on_smpi.py). Prints "collectives: ok" on rank 0. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tca-api.h"
+
+static int me, n, failures;
+
+#define CHECK(call)                                                                        \
+  do {                                                                                     \
+    tcaresult r_ = (call);                                                                 \
+    if (r_ != TCA_SUCCESS) {                                                               \
+      printf("rank %d: %s: %s\n", me, #call, tcaGetErrorString(r_));                       \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+#define EXPECT(cond, ...)                                                                  \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      if (failures++ < 10) {                                                               \
+        printf("rank %d: ", me);                                                           \
+        printf(__VA_ARGS__);                                                               \
+        printf("\n");                                                                      \
+      }                                                                                    \
+    }                                                                                      \
+  } while (0)
+
+/* Rank r's element i for operator op: small values, so that sums and products of 16 ranks
+ * stay inside every type (no overflow to differ on). */
+static long long value(int op, int r, size_t i)
+{
+  long long k = (long long)((i * 7 + (size_t)r * 3) % 11);
+  switch (op) {
+  case TCA_OP_PROD: return k == 0 ? 2 : (k == 5 ? -1 : 1);
+  case TCA_OP_LAND: case TCA_OP_LOR: case TCA_OP_LXOR: return k % 3 == 0 ? 0 : k;
+  case TCA_OP_BAND: case TCA_OP_BOR: case TCA_OP_BXOR: return (long long)((i * 37 + (size_t)r * 91) % 128);
+  default: return k - 5;
+  }
+}
+
+/* A fraction for floating-point sums, so that the order of the additions shows. */
+static double frac(size_t i, int r) { return 1.0 / (double)(3 + (i + (size_t)r) % 7); }
+
+#define INT_OP(T, op, a, b)                                                                \
+  ((op) == TCA_OP_SUM    ? (T)((a) + (b))                                                  \
+   : (op) == TCA_OP_PROD ? (T)((a) * (b))                                                  \
+   : (op) == TCA_OP_MAX  ? ((b) > (a) ? (b) : (a))                                         \
+   : (op) == TCA_OP_MIN  ? ((b) < (a) ? (b) : (a))                                         \
+   : (op) == TCA_OP_BAND ? (T)((a) & (b))                                                  \
+   : (op) == TCA_OP_BOR  ? (T)((a) | (b))                                                  \
+   : (op) == TCA_OP_BXOR ? (T)((a) ^ (b))                                                  \
+   : (op) == TCA_OP_LAND ? (T)((a) && (b))                                                 \
+   : (op) == TCA_OP_LOR  ? (T)((a) || (b))                                                 \
+                         : (T)(((a) != 0) != ((b) != 0)))
+
+#define FLOAT_OP(T, op, a, b)                                                              \
+  ((op) == TCA_OP_SUM    ? (T)((a) + (b))                                                  \
+   : (op) == TCA_OP_PROD ? (T)((a) * (b))                                                  \
+   : (op) == TCA_OP_MAX  ? ((b) > (a) ? (b) : (a))                                         \
+   : (op) == TCA_OP_MIN  ? ((b) < (a) ? (b) : (a))                                         \
+   : (op) == TCA_OP_LAND ? (T)((a) != 0 && (b) != 0)                                       \
+   : (op) == TCA_OP_LOR  ? (T)((a) != 0 || (b) != 0)                                       \
+                         : (T)(((a) != 0) != ((b) != 0)))
+
+/* Fills rank r's input and folds every rank's into the reference, in rank order. */
+#define REFERENCE(T, OPM, FLOATING)                                                        \
+  {                                                                                        \
+    T *in = (T *)mine, *ref = (T *)want;                                                   \
+    for (size_t i = 0; i < count; i++) {                                                   \
+      for (int r = 0; r < n; r++) {                                                        \
+        T v = (T)value(op, r, i);                                                          \
+        if (FLOATING && op == TCA_OP_SUM) v = (T)(v + frac(i, r));                         \
+        if (r == me) in[i] = v;                                                            \
+        ref[i] = r == 0 ? v : OPM(T, op, ref[i], v);                                       \
+      }                                                                                    \
+    }                                                                                      \
+  }
+
+static void fill(tcaDataType type, int op, size_t count, void *mine, void *want)
+{
+  switch (type) {
+  case TCA_CHAR: REFERENCE(char, INT_OP, 0); break;
+  case TCA_SIGNED_CHAR: REFERENCE(signed char, INT_OP, 0); break;
+  case TCA_UNSIGNED_CHAR: REFERENCE(unsigned char, INT_OP, 0); break;
+  case TCA_BYTE: REFERENCE(uint8_t, INT_OP, 0); break;
+  case TCA_SHORT: REFERENCE(short, INT_OP, 0); break;
+  case TCA_UNSIGNED_SHORT: REFERENCE(unsigned short, INT_OP, 0); break;
+  case TCA_INT: REFERENCE(int, INT_OP, 0); break;
+  case TCA_UNSIGNED: REFERENCE(unsigned, INT_OP, 0); break;
+  case TCA_LONG: REFERENCE(long, INT_OP, 0); break;
+  case TCA_UNSIGNED_LONG: REFERENCE(unsigned long, INT_OP, 0); break;
+  case TCA_LONG_LONG: REFERENCE(long long, INT_OP, 0); break;
+  case TCA_UNSIGNED_LONG_LONG: REFERENCE(unsigned long long, INT_OP, 0); break;
+  case TCA_FLOAT: REFERENCE(float, FLOAT_OP, 1); break;
+  case TCA_DOUBLE: REFERENCE(double, FLOAT_OP, 1); break;
+  case TCA_LONG_DOUBLE: REFERENCE(long double, FLOAT_OP, 1); break;
+  }
+}
+
+/* Equal values (long double: its value, not its padding). */
+static int same(tcaDataType type, const void *a, const void *b, size_t count)
+{
+  if (type != TCA_LONG_DOUBLE) return memcmp(a, b, count * (size_t)(type >> 8)) == 0;
+  for (size_t i = 0; i < count; i++)
+    if (((const long double *)a)[i] != ((const long double *)b)[i]) return 0;
+  return 1;
+}
+
+static const tcaDataType types[] = {TCA_CHAR, TCA_SIGNED_CHAR, TCA_UNSIGNED_CHAR, TCA_BYTE,
+                                    TCA_SHORT, TCA_UNSIGNED_SHORT, TCA_INT, TCA_UNSIGNED, TCA_LONG,
+                                    TCA_UNSIGNED_LONG, TCA_LONG_LONG, TCA_UNSIGNED_LONG_LONG,
+                                    TCA_FLOAT, TCA_DOUBLE, TCA_LONG_DOUBLE};
+
+static void reductions(size_t count)
+{
+  size_t bytes = count * 16;
+  char *mine = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    tcaDataType type = types[t];
+    int floating = type == TCA_FLOAT || type == TCA_DOUBLE || type == TCA_LONG_DOUBLE;
+    for (int op = TCA_OP_SUM; op < TCA_OP_NOOP; op++) {
+      int bitwise = op == TCA_OP_BAND || op == TCA_OP_BOR || op == TCA_OP_BXOR;
+      if (floating && bitwise) {
+        EXPECT(tcaCollAllreduce(mine, got, count, type, (tcaOp)op) == TCA_ERROR_INVALID_OP,
+               "bitwise op %d on type %#x accepted", op, type);
+        continue;
+      }
+      memset(got, 0, bytes);
+      fill(type, op, count, mine, want);
+      CHECK(tcaCollAllreduce(mine, got, count, type, (tcaOp)op));
+      EXPECT(same(type, got, want, count), "allreduce of %zu of type %#x op %d", count, type, op);
+      /* In place, reduced to the last rank. */
+      int root = n - 1;
+      memcpy(got, mine, bytes);
+      CHECK(tcaCollReduce(got, got, count, type, (tcaOp)op, root));
+      EXPECT(me != root || same(type, got, want, count), "reduce of %zu of type %#x op %d", count,
+             type, op);
+    }
+  }
+  EXPECT(tcaCollAllreduce(mine, got, 1, TCA_INT, TCA_OP_NOOP) == TCA_ERROR_INVALID_OP,
+         "TCA_OP_NOOP accepted");
+  free(mine), free(want), free(got);
+}
+
+static void gathers(size_t size)
+{
+  char *block = malloc(size), *all;
+  CHECK(tcaMalloc((void **)&all, size * (size_t)n, tcaMemoryCPU));
+  for (size_t i = 0; i < size; i++) block[i] = (char)(i * 13 + (size_t)me * 5);
+  CHECK(tcaCollAllgather(block, all, size));
+  for (int r = 0; r < n; r++)
+    for (size_t i = 0; i < size; i++)
+      if (all[(size_t)r * size + i] != (char)(i * 13 + (size_t)r * 5)) {
+        EXPECT(0, "allgather of %zu: rank %d's byte %zu", size, r, i);
+        r = n;
+        break;
+      }
+  /* In place: this rank's block at its place, the others overwritten. */
+  memset(all, 0x55, size * (size_t)n);
+  memcpy(all + (size_t)me * size, block, size);
+  CHECK(tcaCollAllgather(all, all, size));
+  for (size_t i = 0; i < size * (size_t)n; i++)
+    if (all[i] != (char)(i % size * 13 + i / size * 5)) {
+      EXPECT(0, "in-place allgather of %zu: byte %zu", size, i);
+      break;
+    }
+  int root = n / 2;
+  memset(all, me == root ? 0x3c : 0, size);
+  CHECK(tcaCollBcast(all, size, root));
+  for (size_t i = 0; i < size; i++)
+    if (all[i] != 0x3c) {
+      EXPECT(0, "bcast of %zu from %d: byte %zu", size, root, i);
+      break;
+    }
+  CHECK(tcaFree(all, tcaMemoryCPU));
+  free(block);
+}
+
+int main(void)
+{
+  CHECK(tcaInit());
+  CHECK(tcaGetNodeId(&me));
+  CHECK(tcaGetNodeCount(&n));
+  CHECK(tcaCollBarrier());
+  reductions(5);    /* PIO */
+  reductions(1500); /* DMA */
+  gathers(1);
+  gathers(100);
+  gathers(70000);
+  /* Mismatched counts: every rank gets the error, the library goes on. */
+  int x[2] = {1, 1}, y[2];
+  tcaresult r = tcaCollAllreduce(x, y, me == 0 ? 1 : 2, TCA_INT, TCA_OP_SUM);
+  EXPECT(n == 1 || r == TCA_ERROR_COLL_MISMATCH, "mismatched counts gave %d", r);
+  CHECK(tcaCollAllreduce(x, y, 1, TCA_INT, TCA_OP_SUM));
+  EXPECT(y[0] == n, "allreduce after a mismatch: %d", y[0]);
+  EXPECT(tcaCollBcast(y, 4, n) == TCA_ERROR_INVALID_NODE, "root outside the job accepted");
+  CHECK(tcaCollBarrier());
+  CHECK(tcaFinalize());
+  if (failures) return 1;
+  if (me == 0) printf("collectives: ok (%d ranks)\n", n);
+  return 0;
+}
