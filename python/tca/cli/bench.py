@@ -59,6 +59,23 @@ def add_parser(subparsers) -> None:
     add_options(lc)
     lc.set_defaults(func=cmd_local_copy)
 
+    hm = bench.add_parser(
+        "himeno", help="Himeno 3-D Jacobi on GPU buffers, halo by TCA reflect and by MPI (seed 001)"
+    )
+    hm.add_argument("--platform", required=True, help="platform name or .toml file")
+    hm.add_argument(
+        "--sizes", default="S,M,L", help="Himeno sizes, a list of XS, S, M, L, XL (default S,M,L)"
+    )
+    hm.add_argument("--nodes", default="4", help="node counts, a comma list (default 4)")
+    hm.add_argument(
+        "--fabric",
+        default="sim",
+        choices=["sim", "shm", "shm-openmpi", "shm-mpich"],
+        help="sim: the simulated platform (default); shm: this host under mpirun (measured)",
+    )
+    hm.add_argument("--iterations", type=int, help="iterations per size (default 10 for S, 5 for M, 3 for L)")
+    add_options(hm)
+    hm.set_defaults(func=cmd_himeno)
     add_app_parsers(bench)
 
 
@@ -240,5 +257,25 @@ def cmd_local_copy(args: argparse.Namespace) -> int:
     title = (
         f"tca bench local-copy on {p.name}: host <-> GPU inside a node, "
         "TCA API vs cudaMemcpy (seed 003 Fig. 2-3)"
+    )
+    return emit(rows, title, args)
+
+
+def cmd_himeno(args: argparse.Namespace) -> int:
+    from tca.peach.bench import himeno
+
+    sizes = himeno.parse_sizes(args.sizes)
+    try:
+        nodes = [int(t) for t in args.nodes.split(",")]
+    except ValueError:
+        raise TcaError(f"bad --nodes '{args.nodes}' (expected a list such as 4 or 2,4)") from None
+    check_files(args)
+    with progress_bar("himeno", not args.json) as update:
+        rows = himeno.run(args.platform, sizes, nodes, args.fabric, args.iterations, update)
+    where = "simulated" if args.fabric == "sim" else f"measured on this host ({args.fabric})"
+    title = (
+        f"tca bench himeno on {args.platform} ({where}): time per iteration of the Himeno benchmark "
+        "on GPU buffers, halo by TCA reflect and by MPI; x = interior points "
+        "(S 63x63x127, M 127x127x255, L 255x255x511)"
     )
     return emit(rows, title, args)
