@@ -3,7 +3,12 @@
  * every operator on every data type (PIO and DMA sizes), tcaCollAllgather and tcaCollBcast
  * (PIO and DMA sizes, in place, tcaMalloc'd buffers), tcaCollBarrier, and the errors. Runs
  * under `tca run -n N` and mpirun (tests/shm/run-c.sh) and, built with `tca cc`, on the
- * simulator (tests/smpi/test_tca_on_smpi.py). Prints "collectives: ok" on rank 0. */
+ * simulator with -DTCA_COLL_MPI (tests/smpi/test_coll_on_smpi.py), where it also times the
+ * 8-byte allreduce of TCA and of MPI in the same run (mean of 50 calls, `#row` lines).
+ * Prints "collectives: ok" on rank 0. */
+#ifdef TCA_COLL_MPI
+#include <mpi.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,8 +189,38 @@ static void gathers(size_t size)
   free(block);
 }
 
+#ifdef TCA_COLL_MPI
+/* 8-byte allreduce, TCA and MPI, mean of 50 after one warm-up, the slowest rank's time. */
+static void timing(void)
+{
+  double x = 1.0, y, t[2];
+  for (int which = 0; which < 2; which++) {
+    for (int i = 0; i <= 50; i++) {
+      if (i == 1) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        t[which] = MPI_Wtime();
+      }
+      if (which == 0) CHECK(tcaCollAllreduce(&x, &y, 1, TCA_DOUBLE, TCA_OP_SUM));
+      else MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    t[which] = (MPI_Wtime() - t[which]) / 50 * 1e6;
+  }
+  double worst[2];
+  MPI_Reduce(t, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (me == 0) {
+    printf("#row {\"series\": \"TCA allreduce\", \"x\": 8, \"x_unit\": \"B\", \"value\": %.3f, "
+           "\"unit\": \"us\", \"nodes\": %d}\n", worst[0], n);
+    printf("#row {\"series\": \"MPI allreduce\", \"x\": 8, \"x_unit\": \"B\", \"value\": %.3f, "
+           "\"unit\": \"us\", \"nodes\": %d}\n", worst[1], n);
+  }
+}
+#endif
+
 int main(void)
 {
+#ifdef TCA_COLL_MPI
+  MPI_Init(NULL, NULL);
+#endif
   CHECK(tcaInit());
   CHECK(tcaGetNodeId(&me));
   CHECK(tcaGetNodeCount(&n));
@@ -203,7 +238,13 @@ int main(void)
   EXPECT(y[0] == n, "allreduce after a mismatch: %d", y[0]);
   EXPECT(tcaCollBcast(y, 4, n) == TCA_ERROR_INVALID_NODE, "root outside the job accepted");
   CHECK(tcaCollBarrier());
+#ifdef TCA_COLL_MPI
+  timing();
+#endif
   CHECK(tcaFinalize());
+#ifdef TCA_COLL_MPI
+  MPI_Finalize();
+#endif
   if (failures) return 1;
   if (me == 0) printf("collectives: ok (%d ranks)\n", n);
   return 0;

@@ -7,7 +7,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tca_proto::{DmaFlags, DmaMode, FabricError, MemoryType, TcaError};
 
-fn raise<'py>(py: Python<'py>, class: &str, args: impl IntoPyObject<'py, Target = pyo3::types::PyTuple>) -> PyErr {
+pub(crate) fn raise<'py>(
+    py: Python<'py>,
+    class: &str,
+    args: impl IntoPyObject<'py, Target = pyo3::types::PyTuple>,
+) -> PyErr {
     match py.import("tca.peach.api").and_then(|m| m.getattr(class)).and_then(|cls| cls.call1(args)) {
         Ok(v) => PyErr::from_value(v),
         Err(err) => err,

@@ -12,6 +12,7 @@ use tca_model::platform;
 use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
 
 mod api;
+mod coll;
 mod hold;
 mod rank;
 mod shm;

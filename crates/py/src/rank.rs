@@ -5,6 +5,7 @@
 //! Every blocking call releases the GIL, so rank threads wait in parallel.
 
 use crate::api::{fabric_error, memory_type, Desc, Handle};
+use crate::coll::{type_op, with_coll};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -18,11 +19,13 @@ pub struct Rank {
     fabric: Arc<dyn Fabric>,
     /// Address `malloc` returned for each handle it made (by handle id), for `free`.
     buffers: Mutex<HashMap<u32, u64>>,
+    /// The collective library, once a collective set it up.
+    coll: Mutex<Option<tca_coll::Coll>>,
 }
 
 impl Rank {
     pub(crate) fn new(fabric: Arc<dyn Fabric>) -> Self {
-        Rank { fabric, buffers: Mutex::new(HashMap::new()) }
+        Rank { fabric, buffers: Mutex::new(HashMap::new()), coll: Mutex::new(None) }
     }
 
     /// Runs `f` on the fabric without the GIL and raises its error.
@@ -145,6 +148,57 @@ impl Rank {
     /// The fabric's clock [s] (simulated time on the simulator).
     fn wtime(&self, py: Python<'_>) -> PyResult<f64> {
         self.call(py, |f| f.wtime())
+    }
+    /// `tcaCollBarrier`: the collective library's barrier (TCA communication, timed).
+    fn coll_barrier(&self, py: Python<'_>) -> PyResult<()> {
+        with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| c.barrier(f))
+    }
+    /// `tcaCollAllgather`: every rank's `data` (same length everywhere), concatenated by rank.
+    fn coll_allgather<'py>(&self, py: Python<'py>, data: Vec<u8>) -> PyResult<Bound<'py, PyBytes>> {
+        let all = with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| {
+            let mut out = vec![0u8; data.len() * usize::from(c.ranks())];
+            c.allgather(f, &data, &mut out)?;
+            Ok(out)
+        })?;
+        Ok(PyBytes::new(py, &all))
+    }
+    /// `tcaCollAllreduce` of `data` (elements of C type value `dtype`) by C operator value `op`.
+    fn coll_allreduce<'py>(
+        &self,
+        py: Python<'py>,
+        data: Vec<u8>,
+        dtype: i32,
+        op: i32,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let (t, o) = type_op(dtype, op)?;
+        let out = with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| {
+            let mut out = vec![0u8; data.len()];
+            c.allreduce(f, &data, &mut out, t, o)?;
+            Ok(out)
+        })?;
+        Ok(PyBytes::new(py, &out))
+    }
+    /// `tcaCollReduce`: the result at `root`, `None` elsewhere.
+    fn coll_reduce<'py>(
+        &self,
+        py: Python<'py>,
+        data: Vec<u8>,
+        dtype: i32,
+        op: i32,
+        root: i64,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let (t, o) = type_op(dtype, op)?;
+        let (out, at_root) = with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| {
+            let mut out = vec![0u8; data.len()];
+            c.reduce(f, &data, &mut out, t, o, root)?;
+            Ok((out, i64::from(c.rank()) == root))
+        })?;
+        Ok(at_root.then(|| PyBytes::new(py, &out)))
+    }
+    /// `tcaCollBcast`: `root`'s `data` on every rank (every rank passes as many bytes).
+    fn coll_bcast<'py>(&self, py: Python<'py>, mut data: Vec<u8>, root: i64) -> PyResult<Bound<'py, PyBytes>> {
+        with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| c.bcast(f, &mut data, root))?;
+        Ok(PyBytes::new(py, &data))
     }
     /// `tcaFinalize`.
     fn finalize(&self, py: Python<'_>) -> PyResult<()> {

@@ -14,7 +14,9 @@ fn main() {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let ar = std::env::var("AR").unwrap_or_else(|_| "ar".into());
     let obj = out.join("long_double.o");
-    run(Command::new(&cc).args(["-O2", "-fPIC", "-std=c99", "-Wall", "-Werror", "-c", "src/long_double.c", "-o"]).arg(&obj));
+    run(Command::new(&cc)
+        .args(["-O2", "-fPIC", "-std=c99", "-Wall", "-Werror", "-c", "src/long_double.c", "-o"])
+        .arg(&obj));
     let lib = out.join("libtca_coll_ld.a");
     let _ = std::fs::remove_file(&lib);
     run(Command::new(&ar).arg("crs").arg(&lib).arg(&obj));

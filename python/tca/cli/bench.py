@@ -79,6 +79,23 @@ def add_parser(subparsers) -> None:
     co.add_argument("--mpi-only", action="store_true", help="time the MPI collective alone")
     add_options(co, trace="write a Chrome trace-event file of the PEACH2 hardware (one node count)")
     co.set_defaults(func=cmd_collective)
+    hm = bench.add_parser(
+        "himeno", help="Himeno 3-D Jacobi on GPU buffers, halo by TCA reflect and by MPI (seed 001)"
+    )
+    hm.add_argument("--platform", required=True, help="platform name or .toml file")
+    hm.add_argument(
+        "--sizes", default="S,M,L", help="Himeno sizes, a list of XS, S, M, L, XL (default S,M,L)"
+    )
+    hm.add_argument("--nodes", default="4", help="node counts, a comma list (default 4)")
+    hm.add_argument(
+        "--fabric",
+        default="sim",
+        choices=["sim", "shm", "shm-openmpi", "shm-mpich"],
+        help="sim: the simulated platform (default); shm: this host under mpirun (measured)",
+    )
+    hm.add_argument("--iterations", type=int, help="iterations per size (default 10 for S, 5 for M, 3 for L)")
+    add_options(hm)
+    hm.set_defaults(func=cmd_himeno)
     add_app_parsers(bench)
 
 
@@ -92,7 +109,9 @@ def add_app_parsers(bench) -> None:
     cg.add_argument("--iterations", type=int, default=1000, help="CG iterations (default 1000, seed 001)")
     cg.add_argument("--shape", help="ROWS,NNZ,BAND instead of nd6k's 18000,6897316,400 (rows and band even)")
     cg.add_argument(
-        "--compute", default="none", choices=["none", "declared"], help="charge computation (sim)"
+        "--compute",
+        choices=["none", "declared"],
+        help="charge computation on the simulator (default declared: a K20X streaming the data)",
     )
     cg.add_argument("--fabric", default="sim", choices=fabrics, help=fabric_help)
     add_options(cg)
@@ -132,10 +151,11 @@ def cmd_cg(args: argparse.Namespace) -> int:
     if shape is not None and len(shape) != 3:
         raise TcaError("--shape takes ROWS,NNZ,BAND")
     check_files(args)
+    compute = args.compute or ("declared" if fabric == "sim" else "none")
     with progress_bar("cg", not args.json) as update:
-        rows = cg.run(args.platform, nodes, fabric, args.iterations, shape, args.compute, update)
+        rows = cg.run(args.platform, nodes, fabric, args.iterations, shape, compute, update)
     where = args.platform if fabric == "sim" else f"this host ({fabric})"
-    charged = "declared" if args.compute == "declared" else "not charged" if fabric == "sim" else "measured"
+    charged = "declared" if compute == "declared" else "not charged" if fabric == "sim" else "measured"
     title = f"tca bench cg on {where}: rank 0's time, {args.iterations} CG iterations (computation {charged})"
     if args.plot:
         cg.plot_breakdown(rows, args.plot, title)
@@ -296,3 +316,23 @@ def cmd_collective(args: argparse.Namespace) -> int:
     else:
         print(collective_report.text(result, args.op, title, collective_report.summary(result.rows, args.op)))
     return 0
+
+
+def cmd_himeno(args: argparse.Namespace) -> int:
+    from tca.peach.bench import himeno
+
+    sizes = himeno.parse_sizes(args.sizes)
+    try:
+        nodes = [int(t) for t in args.nodes.split(",")]
+    except ValueError:
+        raise TcaError(f"bad --nodes '{args.nodes}' (expected a list such as 4 or 2,4)") from None
+    check_files(args)
+    with progress_bar("himeno", not args.json) as update:
+        rows = himeno.run(args.platform, sizes, nodes, args.fabric, args.iterations, update)
+    where = "simulated" if args.fabric == "sim" else f"measured on this host ({args.fabric})"
+    title = (
+        f"tca bench himeno on {args.platform} ({where}): time per iteration of the Himeno benchmark "
+        "on GPU buffers, halo by TCA reflect and by MPI; x = interior points "
+        "(S 63x63x127, M 127x127x255, L 255x255x511)"
+    )
+    return emit(rows, title, args)

@@ -15,7 +15,9 @@ one virtual clock: API calls take the time the hardware model says, data really 
 runs give the same results. ``ctx`` is a :class:`Rank`; its methods mirror the TCA API
 (``malloc``/``free``, ``desc_set``, ``start_dma``, ``wait_dmac``, ``wait_dma_recv``, ``send_pio``)
 plus what the original programs did with MPI (``barrier``, ``allgather``, ``exchange``) and
-``wtime()`` / ``compute(seconds)``. When every rank waits for something that cannot happen,
+``wtime()`` / ``compute(seconds)``, and the collective library on the TCA API
+(``coll_barrier``, ``coll_allgather``, ``coll_allreduce``, ``coll_reduce``, ``coll_bcast``:
+:mod:`tca.peach.coll`). When every rank waits for something that cannot happen,
 every waiting call raises :class:`tca.peach.api.DeadlockError` saying what each rank waits for.
 """
 
@@ -30,9 +32,10 @@ from tca import TcaError, _native
 from tca.common.outfile import writable_file
 from tca.peach import platforms
 from tca.peach.api import DeadlockError, Handle
+from tca.peach.coll import Collectives
 
 
-class Rank:
+class Rank(Collectives):
     """The TCA API of one rank (a thin layer over the native context)."""
 
     def __init__(self, native: _native.Rank):

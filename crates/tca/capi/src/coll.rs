@@ -47,7 +47,8 @@ fn config() -> Result<Config, CErr> {
             Ok(ch) if !ch.is_empty() && ch.iter().all(|&x| usize::from(x) < CHANNELS) => c.channels = ch,
             _ => {
                 use std::io::Write;
-                let line = format!("tcaColl: TCA_COLL_CHANNELS={v:?}: a comma-separated list of channels 0..{CHANNELS}\n");
+                let line =
+                    format!("tcaColl: TCA_COLL_CHANNELS={v:?}: a comma-separated list of channels 0..{CHANNELS}\n");
                 let _ = std::io::stderr().write_all(line.as_bytes());
                 return Err(CErr::Arg);
             }
@@ -72,7 +73,9 @@ fn with_coll(op: impl FnOnce(&mut Coll, &dyn Fabric) -> Result<(), CollError>) -
 }
 
 fn op_type(ty: c_int, op: c_int) -> Result<(DataType, Op), CErr> {
-    Ok((DataType::from_value(ty)?, Op::from_value(op)?))
+    let (ty, op) = (DataType::from_value(ty)?, Op::from_value(op)?);
+    ty.check(op)?;
+    Ok((ty, op))
 }
 
 /// `tcaCollBarrier`.
@@ -82,6 +85,10 @@ pub extern "C" fn tcaCollBarrier() -> c_int {
 }
 
 /// `tcaCollAllgather`.
+///
+/// # Safety
+/// `send` holds `size` readable bytes and `recv` `size * nodes` writable bytes of this process
+/// (or are NULL with `size` 0).
 #[no_mangle]
 pub unsafe extern "C" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
     run(|| {
@@ -95,8 +102,17 @@ pub unsafe extern "C" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void
 }
 
 /// `tcaCollAllreduce`.
+///
+/// # Safety
+/// `send` and `recv` hold `count` elements of `type` of this process (or NULL with `count` 0).
 #[no_mangle]
-pub unsafe extern "C" fn tcaCollAllreduce(send: *const c_void, recv: *mut c_void, count: usize, ty: c_int, op: c_int) -> c_int {
+pub unsafe extern "C" fn tcaCollAllreduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    ty: c_int,
+    op: c_int,
+) -> c_int {
     run(|| {
         let (ty, op) = op_type(ty, op)?;
         if count > 0 && (send.is_null() || recv.is_null()) {
@@ -109,6 +125,9 @@ pub unsafe extern "C" fn tcaCollAllreduce(send: *const c_void, recv: *mut c_void
 }
 
 /// `tcaCollReduce`.
+///
+/// # Safety
+/// `send` holds `count` elements of `type` of this process, `recv` too at the root.
 #[no_mangle]
 pub unsafe extern "C" fn tcaCollReduce(
     send: *const c_void,
@@ -135,6 +154,9 @@ pub unsafe extern "C" fn tcaCollReduce(
 }
 
 /// `tcaCollBcast`.
+///
+/// # Safety
+/// `buf` holds `size` bytes of this process.
 #[no_mangle]
 pub unsafe extern "C" fn tcaCollBcast(buf: *mut c_void, size: usize, root: c_int) -> c_int {
     run(|| {

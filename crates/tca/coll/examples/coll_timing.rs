@@ -1,4 +1,4 @@
-//! Times the collectives on the simulated HA-PACS/TCA: mean of 50 calls after a warm-up, per
+//! Times the collectives on the simulated HA-PACS/TCA: mean of 50 calls (ITERS) after a warm-up, per
 //! node count and size. `cargo run --release -p tca-coll --example coll_timing -- allreduce 8`
 //! (op: allreduce, allgather, bcast, reduce, barrier; sizes in bytes).
 
@@ -12,7 +12,9 @@ fn main() {
     let op = args.first().cloned().unwrap_or_else(|| "allreduce".into());
     let sizes: Vec<usize> = args.iter().skip(1).map(|s| s.parse().expect("a size in bytes")).collect();
     let sizes = if sizes.is_empty() { vec![8] } else { sizes };
+    let iters: u32 = std::env::var("ITERS").ok().map_or(50, |s| s.parse().expect("a count"));
     let limit = std::env::var("PIO_LIMIT").ok().map(|s| s.parse::<usize>().expect("bytes"));
+    let direct = std::env::var("DIRECT_LIMIT").ok().map(|s| s.parse::<usize>().expect("bytes"));
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/ha-pacs-tca.toml");
     let platform = Platform::load(&path).expect("platform");
     for &size in &sizes {
@@ -22,6 +24,9 @@ fn main() {
                 let mut cfg = Config::default();
                 if let Some(l) = limit {
                     cfg.pio_limit = l;
+                }
+                if let Some(d) = direct {
+                    cfg.direct_limit = d;
                 }
                 let mut c = Coll::new(r, cfg).expect("set-up");
                 let send = vec![1u8; size];
@@ -37,10 +42,10 @@ fn main() {
                 once(&mut c).expect("warm-up");
                 c.barrier(r).unwrap();
                 let t0 = r.wtime().unwrap();
-                for _ in 0..50 {
+                for _ in 0..iters {
                     once(&mut c).expect("collective");
                 }
-                (r.wtime().unwrap() - t0) / 50.0 * 1e6
+                (r.wtime().unwrap() - t0) / f64::from(iters) * 1e6
             })
             .expect("run");
             let worst = t.iter().copied().fold(0.0, f64::max);

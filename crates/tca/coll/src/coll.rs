@@ -15,22 +15,37 @@ pub struct Config {
     /// Largest PIO message of a collective \[bytes\] (at most [`BOX_PAYLOAD`]): a collective
     /// whose largest message is bigger moves its data by DMA.
     pub pio_limit: usize,
+    /// Largest sum of the blocks a rank stores in the one round of a direct allgather
+    /// (`block * (n - 1)` bytes); above it the PIO allgathers take Bruck's rounds.
+    pub direct_limit: usize,
     /// The DMA channels the DMA collectives register their chains on (spread over all of them).
     pub channels: Vec<u8>,
     /// Largest DMA work area \[bytes\]: bigger payloads go through it in pieces.
     pub max_area: u64,
 }
 
-/// Default [`Config::pio_limit`]: below it PIO is faster than a DMA chain on the simulated
-/// HA-PACS/TCA (measured, see the crate documentation).
-pub const PIO_LIMIT: usize = 1024;
+/// Default [`Config::pio_limit`]: the whole PIO box. On the simulated HA-PACS/TCA PIO beats
+/// DMA up to it at every node count (docs/collectives.md: a 4 KiB message is 10 us by PIO,
+/// 16 us by DMA in an 8-node allreduce), because a DMA collective pays a handshake and the
+/// descriptor fetch and notification of each chain.
+pub const PIO_LIMIT: usize = BOX_PAYLOAD;
+
+/// Default [`Config::direct_limit`] \[bytes\]: up to it the one-round direct PIO exchange
+/// beats DMA on the simulated HA-PACS/TCA (docs/collectives.md: 16 nodes, 2 KiB blocks, 30 KiB
+/// stored per rank: 15.6 us direct, 18.1 us by DMA; 4 KiB blocks: 29.7 us against 19.6 us).
+pub const DIRECT_LIMIT: usize = 32 << 10;
 
 /// Default [`Config::max_area`]: 32 MiB per rank.
 pub const MAX_AREA: u64 = 32 << 20;
 
 impl Default for Config {
     fn default() -> Self {
-        Config { pio_limit: PIO_LIMIT, channels: (0..CHANNELS as u8).collect(), max_area: MAX_AREA }
+        Config {
+            pio_limit: PIO_LIMIT,
+            direct_limit: DIRECT_LIMIT,
+            channels: (0..CHANNELS as u8).collect(),
+            max_area: MAX_AREA,
+        }
     }
 }
 
@@ -142,6 +157,11 @@ impl Coll {
         &self.config
     }
 
+    /// Whether a PIO allgather of `p`-byte blocks goes direct (one round) instead of Bruck's.
+    pub(crate) fn direct(&self, p: usize) -> bool {
+        p <= BOX_PAYLOAD && p * usize::from(self.n).saturating_sub(1) <= self.config.direct_limit
+    }
+
     /// Starts the next epoch (one per PIO exchange).
     pub(crate) fn begin(&mut self) {
         self.epoch = self.epoch.wrapping_add(1).max(1);
@@ -154,7 +174,7 @@ impl Coll {
         })
     }
 
-    /// Returns when every rank has called it: the dissemination barrier over PIO.
+    /// Returns when every rank has called it: one round of PIO flags, every rank to every rank.
     ///
     /// # Errors
     /// What the fabric's calls return; [`CollError::Mismatch`] when another rank called a
@@ -176,7 +196,7 @@ impl Coll {
         let (sbuf, rbuf) = (UserBuf::new(f, send)?, UserBuf::new(f, recv)?);
         let (n, me) = (u64::from(self.n), u64::from(self.me));
         let send_off = if send == recv { me * size } else { 0 };
-        let dma = size as usize * max_blocks(self.n) > self.config.pio_limit;
+        let dma = !self.direct(size as usize) && size as usize * max_blocks(self.n) > self.config.pio_limit;
         let sig = signature(Kind::Allgather, dma, &[size]);
         if dma {
             // SAFETY: the caller's contract.
@@ -185,7 +205,11 @@ impl Coll {
         let mut mine = vec![0u8; size as usize];
         // SAFETY: the caller's contract.
         unsafe { sbuf.read(f, send_off, &mut mine)? };
-        let all = self.pio_allgather(f, sig, "allgather", &mine)?;
+        let all = if self.direct(mine.len()) {
+            self.pio_direct_allgather(f, sig, "allgather", &mine)?
+        } else {
+            self.pio_allgather(f, sig, "allgather", &mine)?
+        };
         debug_assert_eq!(all.len() as u64, n * size);
         // SAFETY: the caller's contract.
         unsafe { rbuf.write(f, 0, &all) }
@@ -250,12 +274,12 @@ impl Coll {
         root: Option<u16>,
     ) -> CollResult<()> {
         ty.check(op)?;
-        let bytes = count.checked_mul(ty.size() as u64).ok_or_else(|| {
-            CollError::InvalidArgument(format!("{count} elements of {} overflow", ty.c_name()))
-        })?;
+        let bytes = count
+            .checked_mul(ty.size() as u64)
+            .ok_or_else(|| CollError::InvalidArgument(format!("{count} elements of {} overflow", ty.c_name())))?;
         let kind = if root.is_some() { Kind::Reduce } else { Kind::Allreduce };
         let what = if root.is_some() { "reduce" } else { "allreduce" };
-        let dma = bytes as usize * max_blocks(self.n) > self.config.pio_limit;
+        let dma = !self.direct(bytes as usize) && bytes as usize * max_blocks(self.n) > self.config.pio_limit;
         let args = [count, ty.value() as u64, op.value() as u64, root.map_or(u64::MAX, u64::from)];
         let sig = signature(kind, dma, &args);
         let (sbuf, rbuf) = (UserBuf::new(f, send)?, UserBuf::new(f, recv)?);
@@ -266,7 +290,11 @@ impl Coll {
         let mut mine = vec![0u8; bytes as usize];
         // SAFETY: the caller's contract.
         unsafe { sbuf.read(f, 0, &mut mine)? };
-        let all = self.pio_allgather(f, sig, what, &mine)?;
+        let all = if self.direct(mine.len()) {
+            self.pio_direct_allgather(f, sig, what, &mine)?
+        } else {
+            self.pio_allgather(f, sig, what, &mine)?
+        };
         if root.is_none_or(|r| r == self.me) {
             let p = bytes as usize;
             let out = crate::arith::fold(ty, op, (0..usize::from(self.n)).map(|r| &all[r * p..(r + 1) * p]));
@@ -334,7 +362,9 @@ impl Coll {
     pub fn allreduce(&mut self, f: &dyn Fabric, send: &[u8], recv: &mut [u8], ty: DataType, op: Op) -> CollResult<()> {
         let count = elements(send.len(), recv.len(), ty)?;
         // SAFETY: the slices hold count elements.
-        unsafe { self.allreduce_raw(f, send.as_ptr() as usize as u64, recv.as_mut_ptr() as usize as u64, count, ty, op) }
+        unsafe {
+            self.allreduce_raw(f, send.as_ptr() as usize as u64, recv.as_mut_ptr() as usize as u64, count, ty, op)
+        }
     }
 
     /// [`Coll::allreduce`] in place.
@@ -352,7 +382,15 @@ impl Coll {
     ///
     /// # Errors
     /// As [`Coll::allreduce`] and [`Coll::reduce_raw`].
-    pub fn reduce(&mut self, f: &dyn Fabric, send: &[u8], recv: &mut [u8], ty: DataType, op: Op, root: i64) -> CollResult<()> {
+    pub fn reduce(
+        &mut self,
+        f: &dyn Fabric,
+        send: &[u8],
+        recv: &mut [u8],
+        ty: DataType,
+        op: Op,
+        root: i64,
+    ) -> CollResult<()> {
         let count = elements(send.len(), recv.len(), ty)?;
         let (s, r) = (send.as_ptr() as usize as u64, recv.as_mut_ptr() as usize as u64);
         // SAFETY: the slices hold count elements.
@@ -371,7 +409,7 @@ impl Coll {
 
 /// Elements in buffers of `a` and `b` bytes.
 fn elements(a: usize, b: usize, ty: DataType) -> CollResult<u64> {
-    if a != b || a % ty.size() != 0 {
+    if a != b || !a.is_multiple_of(ty.size()) {
         return Err(CollError::InvalidArgument(format!(
             "buffers of {a} and {b} B for elements of {} B ({})",
             ty.size(),

@@ -95,7 +95,14 @@ impl Coll {
     }
 
     /// Registers and kicks `list`; returns the channels to wait for.
-    pub(crate) fn start(&self, f: &dyn Fabric, list: &[Xfer], slot: u32, tag: u32, ordered: bool) -> CollResult<Vec<u8>> {
+    pub(crate) fn start(
+        &self,
+        f: &dyn Fabric,
+        list: &[Xfer],
+        slot: u32,
+        tag: u32,
+        ordered: bool,
+    ) -> CollResult<Vec<u8>> {
         let a = self.area.as_ref().expect("an area");
         let chans = &self.config.channels;
         let used = if ordered { 1 } else { chans.len().min(list.len()) };

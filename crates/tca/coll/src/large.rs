@@ -107,7 +107,9 @@ impl Coll {
                 let parts: Vec<&[u8]> = blocks.map(|(o, l)| self.area_slice(o, l)).collect();
                 let out = fold(ty, op, parts.into_iter());
                 // SAFETY: chunk `me` of the input, which no transfer reads any more.
-                unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), self.area_at(me * c) as usize as *mut u8, out.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(out.as_ptr(), self.area_at(me * c) as usize as *mut u8, out.len())
+                };
             }
             // Allgather (or gather) of the reduced chunks into the same place of every area.
             let tag = self.next_tag();
@@ -139,20 +141,31 @@ impl Coll {
     /// Broadcast: a binomial tree of DMA transfers from the root (`ceil(log2 n)` steps, each
     /// rank sending to its largest subtree first on one channel), in pieces of at most
     /// `max_area` bytes.
-    pub(crate) unsafe fn dma_bcast(&mut self, f: &dyn Fabric, sig: u32, buf: UserBuf, size: u64, root: u16) -> CollResult<()> {
+    pub(crate) unsafe fn dma_bcast(
+        &mut self,
+        f: &dyn Fabric,
+        sig: u32,
+        buf: UserBuf,
+        size: u64,
+        root: u16,
+    ) -> CollResult<()> {
         let n = self.n;
         let v = (self.me + n - root) % n;
         let rank_of = |v: u16| (v + root) % n;
         // The parent clears v's highest bit; children add the powers of two above it.
         let high = if v == 0 { 0 } else { 1u16 << (15 - v.leading_zeros()) };
-        let mut children: Vec<u16> =
-            (0..16).map(|k| 1u16 << k).filter(|&m| m > high).filter(|&m| u32::from(v) + u32::from(m) < u32::from(n)).map(|m| v + m).collect();
+        let mut children: Vec<u16> = (0..16)
+            .map(|k| 1u16 << k)
+            .filter(|&m| m > high)
+            .filter(|&m| u32::from(v) + u32::from(m) < u32::from(n))
+            .map(|m| v + m)
+            .collect();
         children.reverse();
         let qmax = self.config.max_area & !15;
         let mut off = 0;
         while off < size {
             let q = qmax.min(size - off);
-            self.pio_barrier(f, sig, "bcast")?;
+            self.pio_dissemination_barrier(f, sig, "bcast")?;
             self.ensure_area(f, round_up(q, 16))?;
             let tag = self.next_tag();
             if v == 0 {
@@ -161,7 +174,8 @@ impl Coll {
             } else {
                 self.wait_from(f, rank_of(v - high), SLOT_FIRST, tag)?;
             }
-            let list: Vec<Xfer> = children.iter().map(|&c| Xfer { dst: rank_of(c), dst_off: 0, src_off: 0, len: q }).collect();
+            let list: Vec<Xfer> =
+                children.iter().map(|&c| Xfer { dst: rank_of(c), dst_off: 0, src_off: 0, len: q }).collect();
             let chans = if list.is_empty() { Vec::new() } else { self.start(f, &list, SLOT_FIRST, tag, true)? };
             self.wait_channels(f, &chans)?;
             if v != 0 {

@@ -4,14 +4,18 @@
 //! directly or not, from every other, for any `n`, power of two or not. What a message carries
 //! differs:
 //!
-//! - barrier, and the handshake that starts every DMA collective: nothing but the header;
-//! - allgather: the blocks the sender holds (Bruck's allgather; the last round sends
-//!   `n - dist` blocks), so every rank ends with every rank's block;
-//! - allreduce and reduce: the allgather of the contributions, then each rank folds them in rank
-//!   order. Rounds are the fewest possible (a latency-bound payload gains nothing from halving
-//!   data), and every rank folds the same inputs in the same order, so floating-point results
-//!   agree bit for bit on every rank and with a serial left fold;
+//! - the handshake that starts a DMA broadcast: nothing but the header;
+//! - allgather (where the direct exchange would store too much in one round): the blocks the
+//!   sender holds (Bruck's allgather; the last round sends `n - dist` blocks), so every rank
+//!   ends with every rank's block;
 //! - broadcast: the root's block, sent to a rank that does not hold it yet.
+//!
+//! Small allgathers, reductions and the barrier take one round instead: the direct exchange
+//! ([`Coll::pio_direct_allgather`]), every rank storing its block into every other rank's box.
+//! Reductions gather the raw contributions and every rank folds them in rank order: a
+//! latency-bound payload gains nothing from halving data, and every rank folding the same inputs
+//! in the same order gives floating-point results that agree bit for bit on every rank and with a
+//! serial left fold.
 //!
 //! Every header carries the smallest and largest signature of the arguments the sender has seen,
 //! so after the last round every rank knows whether all ranks called with the same arguments:
@@ -65,13 +69,22 @@ impl Coll {
             }
         }
         if seen.0 != seen.1 {
-            return Err(CollError::Mismatch(format!("{what}: another rank passed a different kind, size, type, operator or root")));
+            return Err(CollError::Mismatch(format!(
+                "{what}: another rank passed a different kind, size, type, operator or root"
+            )));
         }
         Ok(())
     }
 
-    /// Barrier (and the handshake of the DMA collectives).
+    /// Barrier, and the handshake of the DMA allgather and reductions: the direct exchange of
+    /// headers only (one round).
     pub(crate) fn pio_barrier(&mut self, f: &dyn Fabric, sig: u32, what: &str) -> CollResult<()> {
+        self.pio_direct_allgather(f, sig, what, &[]).map(drop)
+    }
+
+    /// The dissemination barrier: the handshake of the DMA broadcast, whose PIO form
+    /// disseminates too (so that ranks that disagree on the size still meet and all fail).
+    pub(crate) fn pio_dissemination_barrier(&mut self, f: &dyn Fabric, sig: u32, what: &str) -> CollResult<()> {
         self.disseminate(f, sig, what, &mut |_| Vec::new(), &mut |_, d| d.is_empty())
     }
 
@@ -108,8 +121,49 @@ impl Coll {
         Ok(out)
     }
 
+    /// Direct allgather of `mine` (`p` bytes): one round in which every rank stores its block
+    /// into every other rank's box and then takes every other rank's. PIO stores are posted
+    /// writes the CPU does not wait for, so for tiny blocks the `n - 1` messages of one round
+    /// cost about one latency to the farthest node instead of `ceil(log2 n)` latencies.
+    pub(crate) fn pio_direct_allgather(
+        &mut self,
+        f: &dyn Fabric,
+        sig: u32,
+        what: &str,
+        mine: &[u8],
+    ) -> CollResult<Vec<u8>> {
+        self.begin();
+        let (n, p, me) = (self.n, mine.len(), self.me);
+        for d in 1..n {
+            self.post(f, (me + d) % n, (sig, sig), mine)?;
+        }
+        let mut out = vec![0u8; usize::from(n) * p];
+        out[usize::from(me) * p..][..p].copy_from_slice(mine);
+        let mut seen = (sig, sig);
+        for d in 1..n {
+            let src = (me + n - d) % n;
+            let m = self.take(f, src)?;
+            seen = (seen.0.min(m.sig.0), seen.1.max(m.sig.1));
+            let take = m.data.len().min(p);
+            out[usize::from(src) * p..][..take].copy_from_slice(&m.data[..take]);
+        }
+        if seen.0 != seen.1 {
+            return Err(CollError::Mismatch(format!(
+                "{what}: another rank passed a different kind, size, type, operator or root"
+            )));
+        }
+        Ok(out)
+    }
+
     /// Broadcast of `root`'s `buf` (every rank passes a buffer of the same length).
-    pub(crate) fn pio_bcast(&mut self, f: &dyn Fabric, sig: u32, what: &str, buf: &mut [u8], root: u16) -> CollResult<()> {
+    pub(crate) fn pio_bcast(
+        &mut self,
+        f: &dyn Fabric,
+        sig: u32,
+        what: &str,
+        buf: &mut [u8],
+        root: u16,
+    ) -> CollResult<()> {
         let n = self.n;
         let me = self.me;
         // Before round `dist`, rank r holds the blocks of ranks r .. r + dist.

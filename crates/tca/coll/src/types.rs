@@ -56,8 +56,18 @@ impl Op {
 
     /// The C name (`TCA_OP_SUM`).
     pub fn c_name(self) -> &'static str {
-        ["TCA_OP_SUM", "TCA_OP_PROD", "TCA_OP_MAX", "TCA_OP_MIN", "TCA_OP_BAND", "TCA_OP_LAND", "TCA_OP_BOR",
-            "TCA_OP_LOR", "TCA_OP_BXOR", "TCA_OP_LXOR"][self as usize]
+        [
+            "TCA_OP_SUM",
+            "TCA_OP_PROD",
+            "TCA_OP_MAX",
+            "TCA_OP_MIN",
+            "TCA_OP_BAND",
+            "TCA_OP_LAND",
+            "TCA_OP_BOR",
+            "TCA_OP_LOR",
+            "TCA_OP_BXOR",
+            "TCA_OP_LXOR",
+        ][self as usize]
     }
 
     /// Whether the operator works on the bits (`BAND`, `BOR`, `BXOR`): not for floating point.
@@ -175,7 +185,11 @@ impl DataType {
     /// [`CollError::InvalidOp`] for a bitwise operator on a floating-point type.
     pub fn check(self, op: Op) -> Result<(), CollError> {
         if op.is_bitwise() && self.is_float() {
-            return Err(CollError::InvalidOp(format!("{} on {}: bitwise operators need an integer type", op.c_name(), self.c_name())));
+            return Err(CollError::InvalidOp(format!(
+                "{} on {}: bitwise operators need an integer type",
+                op.c_name(),
+                self.c_name()
+            )));
         }
         Ok(())
     }

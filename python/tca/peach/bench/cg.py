@@ -38,7 +38,7 @@ def run(
     compute: str = "none",
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Row]:
-    """Rows (seconds, rank 0) of both variants at each node count. ``shape``: (rows, non-zeros,
+    """Rows (microseconds, rank 0) of both variants at each node count. ``shape``: (rows, non-zeros,
     band half-width) instead of nd6k's."""
     for n in nodes:
         if not 1 <= n <= 16:
@@ -65,8 +65,8 @@ def run(
                     r["series"],
                     r["x"],
                     "nodes",
-                    r["value"],
-                    "s",
+                    r["value"] * 1e6,
+                    "us",
                     source=SEED_NOTE,
                     kind=kind,
                 )
@@ -85,7 +85,7 @@ def plot_breakdown(rows: list[Row], path: str | Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     nodes = sorted({int(r.x) for r in rows})
-    value = {(r.series, int(r.x)): r.value for r in rows}
+    value = {(r.series, int(r.x)): r.value / 1e3 for r in rows}
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     width = 0.38
     for v, variant in enumerate(VARIANTS):
@@ -107,7 +107,7 @@ def plot_breakdown(rows: list[Row], path: str | Path, title: str) -> None:
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     ax.set_xticks(range(len(nodes)), [f"{n}\n(TCA | MPI)" for n in nodes])
     ax.set_xlabel("nodes")
-    ax.set_ylabel("time of rank 0 (s)")
+    ax.set_ylabel("time of rank 0 (ms)")
     ax.set_title(title, fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)

@@ -147,6 +147,8 @@ pub const LIMITS: &[Limit] = &[
     limit("baselines.node.host_memory_read_latency", Time, "0 ns", "1 ms", Any),
     limit("baselines.node.p2p_latency", Time, "0 ns", "1 ms", Any),
     limit("baselines.node.gpu_memory_latency", Time, "0 ns", "1 ms", Any),
+    // What a memory-bound GPU kernel streams (applications' declared compute time, docs/apps.md).
+    limit("baselines.node.gpu_memory_bandwidth", Bandwidth, "1 GB/s", "100000 GB/s", Any),
     limit("baselines.node.gpu_bar_read_latency", Time, "0 ns", "1 ms", Any),
     limit("baselines.node.gpu_link_lanes", Count, "1", "32", Any),
     limit("baselines.node.max_payload", Bytes, "128 B", "4 KiB", PowerOfTwo),
