@@ -43,6 +43,11 @@ def summary_sizes(sizes: list[float]) -> list[float]:
     return sizes if len(sizes) <= 4 else [sizes[0], sizes[len(sizes) // 2], sizes[-1]]
 
 
+def size_text(size: int) -> str:
+    """How a summary series names its size: "8 B", "4096 B"."""
+    return f"{int(size)} B"
+
+
 def summary(rows: list[Row], op: str) -> list[Row]:
     """Ratios against the node count: TCA/MPI, and for allgather the advantage MPI/TCA. The
     8-byte allreduce rows carry seed 001's 0.5."""
@@ -56,14 +61,12 @@ def summary(rows: list[Row], op: str) -> list[Row]:
                 continue
             head, nodes = r.series.rsplit(" (", 1)
             n = int(nodes.split()[0])
-            size_text = f"{int(size)} B"
+            label = size_text(size)
             if op == "allgather":
-                series = head.replace("TCA/MPI", "MPI/TCA", 1) + f", {size_text}"
+                series = head.replace("TCA/MPI", "MPI/TCA", 1) + f", {label}"
                 out.append(Row(BENCHMARK, r.platform, series, n, "nodes", 1 / r.value, "x", kind=r.kind))
             else:
-                row = Row(
-                    BENCHMARK, r.platform, f"{head}, {size_text}", n, "nodes", r.value, "x", kind=r.kind
-                )
+                row = Row(BENCHMARK, r.platform, f"{head}, {label}", n, "nodes", r.value, "x", kind=r.kind)
                 if op == "allreduce" and size == 8 and r.kind == "predicted":
                     row.paper, row.source = ALLREDUCE_RATIO, ALLREDUCE_SOURCE
                 out.append(row)
