@@ -203,7 +203,10 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
         _lines(ax, last)
         ax.set_xlabel("Nodes")
         ax.set_ylabel("Latency (us)" if last[0].unit == "us" else "Ratio (x)")
-    fig.suptitle(textwrap.fill(title, 80), fontsize=10)
+    first = axes[0, 0]
+    first.set_title(
+        textwrap.fill(title, 80) + ("\n" + first.get_title() if first.get_title() else ""), fontsize=9
+    )
     save(fig, path)
 
 
