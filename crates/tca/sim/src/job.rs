@@ -12,12 +12,14 @@
 //! hanging.
 
 use crate::scheduler::Scheduler;
+use crate::stats::JobStats;
 use crate::world::{Op, Reply};
 use crate::Driver;
 use base::SimTime;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tca_model::platform::Platform;
+use tca_model::LinkStats;
 use tca_proto::{FabricError, TcaError};
 
 struct State {
@@ -89,6 +91,16 @@ impl SimJob {
     /// Chrome trace-event JSON of the hardware, if the job records a trace.
     pub fn trace_json(&self) -> Option<String> {
         self.lock().scheduler.trace_json()
+    }
+
+    /// What every link direction carried so far ([`Scheduler::link_stats`]).
+    pub fn link_stats(&self) -> Vec<LinkStats> {
+        self.lock().scheduler.link_stats()
+    }
+
+    /// The job's statistics now, `wall` being the wall-clock time it took ([`JobStats`]).
+    pub fn stats(&self, wall: std::time::Duration) -> JobStats {
+        self.lock().scheduler.stats(wall)
     }
 }
 

@@ -9,9 +9,11 @@
 //! [`Scheduler::has_answer`]; between requests, [`Scheduler::run_until`] the driver's time, or
 //! [`Scheduler::step`] to [`Scheduler::next_wake`] when nothing else can happen first.
 
+use crate::stats::JobStats;
 use crate::world::{Op, Reply, Submitted, Wait, World};
 use base::{SimTime, Trace};
 use tca_model::platform::Platform;
+use tca_model::LinkStats;
 use tca_proto::{FabricError, TcaError};
 
 enum Slot {
@@ -66,6 +68,23 @@ impl Scheduler {
     /// Chrome trace-event JSON of the hardware, if the job records a trace.
     pub fn trace_json(&self) -> Option<String> {
         self.world.trace.as_ref().map(|t| t.to_json())
+    }
+
+    /// What every link direction of the hardware carried so far: TLPs, TLPs that queued
+    /// behind another, busy time ([`tca_model::Cluster::link_stats`]).
+    pub fn link_stats(&self) -> Vec<LinkStats> {
+        self.world.cluster.link_stats()
+    }
+
+    /// The job's statistics now, `wall` being the wall-clock time it took.
+    pub fn stats(&self, wall: std::time::Duration) -> JobStats {
+        JobStats {
+            ranks: self.ranks(),
+            virtual_time: self.now(),
+            events: self.events(),
+            wall,
+            links: self.link_stats(),
+        }
     }
 
     /// Whether `rank` runs its program (it may make a request).
