@@ -1,4 +1,5 @@
 use crate::SimTime;
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// A priority queue of events ordered by (time, insertion sequence).
@@ -25,6 +26,9 @@ pub struct EventQueue<E> {
     last: u64,
     len: usize,
     next_seq: u64,
+    /// The earliest time of the lowest occupied bucket, once a peek has looked it up (a
+    /// driver peeks several times between two pops).
+    lowest: Cell<Option<u64>>,
 }
 
 impl<E> Default for EventQueue<E> {
@@ -43,6 +47,7 @@ impl<E> EventQueue<E> {
             last: 0,
             len: 0,
             next_seq: 0,
+            lowest: Cell::new(None),
         }
     }
 
@@ -75,6 +80,10 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.len += 1;
+        if let Some(t) = self.lowest.get() {
+            // A time below the cached one lands in a bucket no higher than its bucket.
+            self.lowest.set(Some(t.min(time)));
+        }
         self.place(time, seq, event);
     }
 
@@ -83,6 +92,7 @@ impl<E> EventQueue<E> {
         if self.len == 0 {
             return None;
         }
+        let lowest = self.lowest.take();
         if self.now.is_empty() {
             let i = self.occupied.trailing_zeros() as usize + 1;
             self.occupied &= !(1 << (i - 1));
@@ -95,7 +105,7 @@ impl<E> EventQueue<E> {
                 return Some((SimTime::from_ps(time), event));
             }
             let mut moving = std::mem::take(&mut self.buckets[i]);
-            self.last = moving.iter().map(|e| e.0).min().expect("an occupied bucket");
+            self.last = lowest.unwrap_or_else(|| moving.iter().map(|e| e.0).min().expect("an occupied bucket"));
             let first_now = self.now.len();
             for (time, seq, event) in moving.drain(..) {
                 self.place(time, seq, event);
@@ -116,8 +126,13 @@ impl<E> EventQueue<E> {
         if !self.now.is_empty() {
             return Some(SimTime::from_ps(self.last));
         }
+        if let Some(t) = self.lowest.get() {
+            return Some(SimTime::from_ps(t));
+        }
         let i = self.occupied.trailing_zeros() as usize + 1;
-        self.buckets.get(i)?.iter().map(|e| e.0).min().map(SimTime::from_ps)
+        let t = self.buckets.get(i)?.iter().map(|e| e.0).min();
+        self.lowest.set(t);
+        t.map(SimTime::from_ps)
     }
 
     /// Number of pending events.

@@ -267,7 +267,7 @@ impl Cluster {
     pub fn pio(&mut self, at: SimTime, node: u32, dst: u64, len: u64, id: u64) -> Result<(), ClusterError> {
         self.check(at, node)?;
         self.mapped(dst, len)?;
-        self.sim.schedule_at(at, Ev::CpuStore { node, dst, len, id });
+        self.sim.schedule_at(at, Ev::CpuStore(Box::new(CpuStore { node, dst, len, id })));
         Ok(())
     }
 
@@ -314,18 +314,21 @@ pub(crate) struct NodeHw {
     pub(crate) channels: Vec<Channel>,
 }
 
+pub(crate) struct CpuStore {
+    node: u32,
+    dst: u64,
+    len: u64,
+    id: u64,
+}
+
 pub(crate) enum Ev {
     CpuKick {
         node: u32,
         channel: u8,
         seq: u64,
     },
-    CpuStore {
-        node: u32,
-        dst: u64,
-        len: u64,
-        id: u64,
-    },
+    /// Boxed: PIO stores are rare, and every queued event is as large as the largest.
+    CpuStore(Box<CpuStore>),
     Hop(usize),
     /// A write TLP leaves a chip's datapath toward its port.
     Emit(usize),
@@ -435,7 +438,7 @@ impl Model for ClusterModel {
                 }
                 self.cpu_kick(ctx, node, channel, seq);
             }
-            Ev::CpuStore { node, dst, len, id } => self.cpu_store(ctx, node, dst, len, id),
+            Ev::CpuStore(s) => self.cpu_store(ctx, s.node, s.dst, s.len, s.id),
             Ev::Hop(id) => self.advance(ctx, id),
             Ev::Emit(id) => {
                 let node = self.tlp_chip(id);

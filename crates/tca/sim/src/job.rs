@@ -151,7 +151,7 @@ impl State {
             self.scheduler.submit(rank, op).expect("a running rank");
         }
         self.scheduler.settle();
-        while self.scheduler.answered().next().is_none() {
+        while !self.scheduler.has_answers() {
             if !self.scheduler.step() {
                 self.scheduler.deadlock("is running");
                 return;
