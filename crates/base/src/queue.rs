@@ -1,5 +1,4 @@
 use crate::SimTime;
-use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// A priority queue of events ordered by (time, insertion sequence).
@@ -26,9 +25,9 @@ pub struct EventQueue<E> {
     last: u64,
     len: usize,
     next_seq: u64,
-    /// The earliest time of the lowest occupied bucket, once a peek has looked it up (a
-    /// driver peeks several times between two pops).
-    lowest: Cell<Option<u64>>,
+    /// The earliest time in each bucket (`u64::MAX` when empty), so that neither a peek nor a
+    /// pop scans a bucket for it.
+    mins: [u64; 65],
 }
 
 impl<E> Default for EventQueue<E> {
@@ -47,7 +46,7 @@ impl<E> EventQueue<E> {
             last: 0,
             len: 0,
             next_seq: 0,
-            lowest: Cell::new(None),
+            mins: [u64::MAX; 65],
         }
     }
 
@@ -66,6 +65,7 @@ impl<E> EventQueue<E> {
             b => {
                 self.buckets[b].push((time, seq, event));
                 self.occupied |= 1 << (b - 1);
+                self.mins[b] = self.mins[b].min(time);
             }
         }
     }
@@ -80,10 +80,6 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.len += 1;
-        if let Some(t) = self.lowest.get() {
-            // A time below the cached one lands in a bucket no higher than its bucket.
-            self.lowest.set(Some(t.min(time)));
-        }
         self.place(time, seq, event);
     }
 
@@ -92,10 +88,10 @@ impl<E> EventQueue<E> {
         if self.len == 0 {
             return None;
         }
-        let lowest = self.lowest.take();
         if self.now.is_empty() {
             let i = self.occupied.trailing_zeros() as usize + 1;
             self.occupied &= !(1 << (i - 1));
+            let lowest = std::mem::replace(&mut self.mins[i], u64::MAX);
             if self.buckets[i].len() == 1 {
                 // A lone event in the lowest bucket is the earliest: no redistribution. Higher
                 // buckets stay valid, as the new reference shares their prefix.
@@ -105,7 +101,7 @@ impl<E> EventQueue<E> {
                 return Some((SimTime::from_ps(time), event));
             }
             let mut moving = std::mem::take(&mut self.buckets[i]);
-            self.last = lowest.unwrap_or_else(|| moving.iter().map(|e| e.0).min().expect("an occupied bucket"));
+            self.last = lowest;
             let first_now = self.now.len();
             for (time, seq, event) in moving.drain(..) {
                 self.place(time, seq, event);
@@ -126,13 +122,10 @@ impl<E> EventQueue<E> {
         if !self.now.is_empty() {
             return Some(SimTime::from_ps(self.last));
         }
-        if let Some(t) = self.lowest.get() {
-            return Some(SimTime::from_ps(t));
+        if self.occupied == 0 {
+            return None;
         }
-        let i = self.occupied.trailing_zeros() as usize + 1;
-        let t = self.buckets.get(i)?.iter().map(|e| e.0).min();
-        self.lowest.set(t);
-        t.map(SimTime::from_ps)
+        Some(SimTime::from_ps(self.mins[self.occupied.trailing_zeros() as usize + 1]))
     }
 
     /// Number of pending events.

@@ -321,6 +321,9 @@ pub(crate) struct CpuStore {
     id: u64,
 }
 
+/// A word-sized tag puts every field on a word: the queue moves events as whole words (with a
+/// one-byte tag, copies of the fields straddled words and stalled the CPU's store forwarding).
+#[repr(u64)]
 pub(crate) enum Ev {
     CpuKick {
         node: u32,
