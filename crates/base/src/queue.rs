@@ -25,6 +25,9 @@ pub struct EventQueue<E> {
     last: u64,
     len: usize,
     next_seq: u64,
+    /// The earliest time in each bucket (`u64::MAX` when empty), so that neither a peek nor a
+    /// pop scans a bucket for it.
+    mins: [u64; 65],
 }
 
 impl<E> Default for EventQueue<E> {
@@ -43,6 +46,7 @@ impl<E> EventQueue<E> {
             last: 0,
             len: 0,
             next_seq: 0,
+            mins: [u64::MAX; 65],
         }
     }
 
@@ -61,6 +65,7 @@ impl<E> EventQueue<E> {
             b => {
                 self.buckets[b].push((time, seq, event));
                 self.occupied |= 1 << (b - 1);
+                self.mins[b] = self.mins[b].min(time);
             }
         }
     }
@@ -86,6 +91,7 @@ impl<E> EventQueue<E> {
         if self.now.is_empty() {
             let i = self.occupied.trailing_zeros() as usize + 1;
             self.occupied &= !(1 << (i - 1));
+            let lowest = std::mem::replace(&mut self.mins[i], u64::MAX);
             if self.buckets[i].len() == 1 {
                 // A lone event in the lowest bucket is the earliest: no redistribution. Higher
                 // buckets stay valid, as the new reference shares their prefix.
@@ -95,7 +101,7 @@ impl<E> EventQueue<E> {
                 return Some((SimTime::from_ps(time), event));
             }
             let mut moving = std::mem::take(&mut self.buckets[i]);
-            self.last = moving.iter().map(|e| e.0).min().expect("an occupied bucket");
+            self.last = lowest;
             let first_now = self.now.len();
             for (time, seq, event) in moving.drain(..) {
                 self.place(time, seq, event);
@@ -116,8 +122,10 @@ impl<E> EventQueue<E> {
         if !self.now.is_empty() {
             return Some(SimTime::from_ps(self.last));
         }
-        let i = self.occupied.trailing_zeros() as usize + 1;
-        self.buckets.get(i)?.iter().map(|e| e.0).min().map(SimTime::from_ps)
+        if self.occupied == 0 {
+            return None;
+        }
+        Some(SimTime::from_ps(self.mins[self.occupied.trailing_zeros() as usize + 1]))
     }
 
     /// Number of pending events.

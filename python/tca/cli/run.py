@@ -39,6 +39,12 @@ def add_parser(subparsers) -> None:
     c.add_argument("--no-gdr", action="store_true", help="MPI on GPU buffers without GPUDirect RDMA")
     c.add_argument("--trace", metavar="FILE.json", help="Chrome trace of the simulated TCA hardware")
     c.add_argument("--stats", action="store_true", help="one line of simulator statistics on stderr")
+    c.add_argument(
+        "--stats-json",
+        metavar="FILE.json",
+        help="as --stats, and write the statistics with per-link counters (TLPs, stalled TLPs, busy "
+        "time of every link direction) to FILE.json",
+    )
     p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments")
     p.set_defaults(func=cmd_run)
 
@@ -47,10 +53,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
         program = program[1:]
-    given = args.compute is not None or args.no_gdr or args.trace is not None or args.stats
+    given = (
+        args.compute is not None
+        or args.no_gdr
+        or args.trace is not None
+        or args.stats
+        or args.stats_json is not None
+    )
     sim = (
         launch.SimOptions(
-            args.compute or "none", not args.no_gdr, args.trace and Path(args.trace), args.stats
+            args.compute or "none",
+            not args.no_gdr,
+            args.trace and Path(args.trace),
+            args.stats,
+            args.stats_json and Path(args.stats_json),
         )
         if given
         else None

@@ -110,7 +110,9 @@ def run(
     if fabric != "shm":
         raise TcaError(f"--fabric {fabric}: expected shm or sim")
     if platform is not None or sim is not None:
-        raise TcaError("--platform, --compute, --no-gdr, --trace and --stats apply to --fabric sim only")
+        raise TcaError(
+            "--platform, --compute, --no-gdr, --trace, --stats and --stats-json apply to --fabric sim only"
+        )
     if bind not in ("none", "core"):
         raise TcaError(f"--bind-to {bind}: expected none or core")
     job = job_id()
@@ -139,6 +141,7 @@ class SimOptions:
     gdr: bool = True  # MVAPICH2 with GPUDirect RDMA
     trace: Path | None = None  # Chrome trace of the TCA hardware
     stats: bool = False  # a line of simulator statistics on stderr
+    stats_json: Path | None = None  # and the statistics with per-link counters as JSON there
 
 
 def links_simgrid(program: str) -> bool:
@@ -177,6 +180,10 @@ def run_smpi(
             env["TCA_TRACE"] = str(Path(opts.trace).resolve())
         if opts.stats:
             env["TCA_SIM_STATS"] = "1"
+        if opts.stats_json is not None:
+            if Path(opts.stats_json).suffix != ".json":
+                raise TcaError(f"--stats-json {opts.stats_json}: the file name must end in .json")
+            env["TCA_SIM_STATS"] = str(Path(opts.stats_json).resolve())
         exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
         with Job() as job:
             try:
@@ -202,7 +209,9 @@ def run_simulated(
     if not program[0].endswith(".py"):
         return run_smpi(nranks, program, platform, timeout_s, opts or SimOptions())
     if opts is not None and opts != SimOptions():
-        raise TcaError("--compute, --no-gdr, --trace and --stats apply to C programs on the simulator")
+        raise TcaError(
+            "--compute, --no-gdr, --trace, --stats and --stats-json apply to C programs on the simulator"
+        )
     env = dict(os.environ, TCA_FABRIC="sim", TCA_SIZE=str(nranks), TCA_PLATFORM=platform)
     for var in ("TCA_RANK", "TCA_JOB_ID"):
         env.pop(var, None)

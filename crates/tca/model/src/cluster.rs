@@ -70,6 +70,23 @@ pub enum Output {
     },
 }
 
+/// What one FIFO resource of the cluster carried: a link direction (an N link, a cable, a GPU
+/// link) or a throughput limit inside a node (QPI, the integrated switch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkStats {
+    /// The resource, as its trace track is named (`node0 E port -> node1`).
+    pub name: String,
+    /// TLPs that went through it.
+    pub tlps: u64,
+    /// TLPs that found it busy with a TLP of another stream (another DMA channel, or another
+    /// node's CPU) and queued behind it: the collisions of seed 001's paths on the rings. A
+    /// stream queueing behind its own earlier TLPs is a stream at the link's rate, not a
+    /// collision.
+    pub stalled_tlps: u64,
+    /// Time it spent serialising TLPs.
+    pub busy: SimTime,
+}
+
 /// An input the model cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClusterError {
@@ -153,6 +170,17 @@ impl Cluster {
     /// Moves the outputs produced since the last call, in time order, to the end of `out`.
     pub fn drain_outputs(&mut self, out: &mut Vec<(SimTime, Output)>) {
         out.append(&mut self.model.outputs);
+    }
+
+    /// What every link direction and throughput limit carried so far, in the order of their
+    /// trace tracks (nodes first, then cables). Counting costs two additions per TLP and hop;
+    /// this call builds the list.
+    pub fn link_stats(&self) -> Vec<LinkStats> {
+        self.model
+            .hops
+            .iter()
+            .map(|h| LinkStats { name: h.name.clone(), tlps: h.tlps, stalled_tlps: h.stalled, busy: h.server.busy() })
+            .collect()
     }
 
     /// Creates trace tracks for every link and channel (call before the first input).
@@ -239,7 +267,7 @@ impl Cluster {
     pub fn pio(&mut self, at: SimTime, node: u32, dst: u64, len: u64, id: u64) -> Result<(), ClusterError> {
         self.check(at, node)?;
         self.mapped(dst, len)?;
-        self.sim.schedule_at(at, Ev::CpuStore { node, dst, len, id });
+        self.sim.schedule_at(at, Ev::CpuStore(Box::new(CpuStore { node, dst, len, id })));
         Ok(())
     }
 
@@ -286,18 +314,24 @@ pub(crate) struct NodeHw {
     pub(crate) channels: Vec<Channel>,
 }
 
+pub(crate) struct CpuStore {
+    node: u32,
+    dst: u64,
+    len: u64,
+    id: u64,
+}
+
+/// A word-sized tag puts every field on a word: the queue moves events as whole words (with a
+/// one-byte tag, copies of the fields straddled words and stalled the CPU's store forwarding).
+#[repr(u64)]
 pub(crate) enum Ev {
     CpuKick {
         node: u32,
         channel: u8,
         seq: u64,
     },
-    CpuStore {
-        node: u32,
-        dst: u64,
-        len: u64,
-        id: u64,
-    },
+    /// Boxed: PIO stores are rare, and every queued event is as large as the largest.
+    CpuStore(Box<CpuStore>),
     Hop(usize),
     /// A write TLP leaves a chip's datapath toward its port.
     Emit(usize),
@@ -407,7 +441,7 @@ impl Model for ClusterModel {
                 }
                 self.cpu_kick(ctx, node, channel, seq);
             }
-            Ev::CpuStore { node, dst, len, id } => self.cpu_store(ctx, node, dst, len, id),
+            Ev::CpuStore(s) => self.cpu_store(ctx, s.node, s.dst, s.len, s.id),
             Ev::Hop(id) => self.advance(ctx, id),
             Ev::Emit(id) => {
                 let node = self.tlp_chip(id);

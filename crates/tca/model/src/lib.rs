@@ -17,5 +17,5 @@ pub mod router;
 mod topology;
 mod transport;
 
-pub use cluster::{Cluster, ClusterError, Output};
+pub use cluster::{Cluster, ClusterError, LinkStats, Output};
 pub use peach2::{DescriptorSource, Work};

@@ -14,6 +14,12 @@ pub(crate) struct Hop {
     pub(crate) link: Option<LinkSpec>,
     pub(crate) name: String,
     pub(crate) track: Option<TrackId>,
+    /// TLPs that entered the resource, and those that found it busy with a TLP of another
+    /// stream and queued behind it.
+    pub(crate) tlps: u64,
+    pub(crate) stalled: u64,
+    /// Stream of the last TLP that entered ([`crate::transport::Tlp::stream`]).
+    pub(crate) last_stream: u32,
 }
 
 /// Hops of one node.
@@ -36,7 +42,7 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
     let gpus = p.gpu.sockets.len() as u32;
     let mut hops: Vec<Hop> = Vec::new();
     let mut add = |server: Server, link: Option<&LinkSpec>, name: String| {
-        hops.push(Hop { server, link: link.cloned(), name, track: None });
+        hops.push(Hop { server, link: link.cloned(), name, track: None, tlps: 0, stalled: 0, last_stream: u32::MAX });
         hops.len() - 1
     };
     let mut nodes = Vec::new();

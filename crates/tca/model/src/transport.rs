@@ -69,6 +69,20 @@ pub(crate) struct Tlp {
 }
 
 impl Tlp {
+    /// The stream the TLP belongs to, for counting collisions: one per DMA channel of a node
+    /// (its reads, their completions and its writes) and one per node's CPU (PIO, kicks).
+    pub(crate) fn stream(&self) -> u32 {
+        let class = match self.purpose {
+            Purpose::Kick { .. } | Purpose::Pio { .. } => u8::MAX,
+            Purpose::Fetch { channel, .. }
+            | Purpose::Read { channel, .. }
+            | Purpose::Data { channel, .. }
+            | Purpose::Status { channel, .. }
+            | Purpose::Completion { of: Reads::Fetch { channel, .. } | Reads::Data { channel, .. }, .. } => channel,
+        };
+        self.origin << 8 | u32::from(class)
+    }
+
     /// A write leaving the DMA datapath of `origin`'s chip.
     pub(crate) fn write(addr: u64, payload: u64, origin: u32, purpose: Purpose) -> Tlp {
         Tlp {
@@ -101,6 +115,14 @@ impl Tlp {
             purpose,
             forwarded: true,
         }
+    }
+}
+
+/// A stream as a trace names it: `node3 DMA channel 1`, `node0 CPU`.
+fn stream_name(stream: u32) -> String {
+    match stream & 0xff {
+        0xff => format!("node{} CPU", stream >> 8),
+        c => format!("node{} DMA channel {c}", stream >> 8),
     }
 }
 
@@ -201,19 +223,26 @@ impl ClusterModel {
             Purpose::Data { channel, .. } | Purpose::Status { channel, .. } => Some(channel),
             _ => None,
         };
-        let origin = t.origin;
+        let (origin, stream) = (t.origin, t.stream());
         let hop = &mut self.hops[hop_index];
         let bytes = match &hop.link {
             Some(link) => link.wire_bytes(kind, addr, payload),
             None => payload,
         };
         let tx = hop.server.transmit(now, bytes);
+        let behind = std::mem::replace(&mut hop.last_stream, stream);
+        let stalled = tx.start > now && behind != stream;
+        hop.tlps += 1;
+        hop.stalled += u64::from(stalled);
         if let (Some(track), true) = (hop.track, ctx.tracing()) {
-            let label = match kind {
+            let mut label = match kind {
                 TlpKind::MemWrite => format!("MWr {payload} B"),
                 TlpKind::MemRead => format!("MRd {read_len} B"),
                 TlpKind::Completion => format!("CplD {payload} B"),
             };
+            if stalled {
+                label += &format!(", stalled behind {}", stream_name(behind));
+            }
             ctx.span(track, &label, tx.start, tx.end.max(tx.start + SimTime::from_ps(1)));
         }
         if let (true, Some(channel)) = (leaving_chip, channel) {

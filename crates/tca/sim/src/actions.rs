@@ -84,6 +84,7 @@ impl World {
             Action::Write(w) => {
                 // A buffer its owner freed takes no more data (nor gives any).
                 if !self.memory.contains(w.src_addr, w.len) || !self.memory.contains(w.dst_addr, w.len) {
+                    self.control_changed(node);
                     return Ok(self.engines[node as usize].handle_write_refused(w.token, TcaError::InvalidHandle)?);
                 }
                 let id = self.pending.insert(Pending::Write { node, token: w.token });
@@ -104,6 +105,7 @@ impl World {
                 work(self, channel, Work::Done { id })
             }
             Action::ChannelFailed { channel, .. } => {
+                self.control_changed(node);
                 self.markers[node as usize][channel as usize] = Marker::Done(now);
                 Ok(())
             }
@@ -133,10 +135,12 @@ impl World {
         match output {
             Output::Landed { src, dst, len, .. } => {
                 self.memory.copy(src, dst, len);
+                self.memory_changed(dst);
                 Ok(())
             }
             Output::Posted { id } => match self.pending.take(id) {
                 Pending::Write { node, token } => {
+                    self.control_changed(node);
                     self.engines[node as usize].handle_write_done(token)?;
                     self.drain(node)
                 }
@@ -144,10 +148,12 @@ impl World {
             },
             Output::StatusLanded { id } => match self.pending.take(id) {
                 Pending::Notify(n) => {
+                    self.control_changed(n.dst_node);
                     self.engines[n.dst_node as usize].handle_notify_arrived(n.src_node, n.slot, n.tag)?;
                     Ok(())
                 }
                 Pending::ProxyDone { node, done } => {
+                    self.control_changed(node);
                     self.engines[node as usize].handle_proxy_done(done)?;
                     self.drain(node)
                 }
@@ -155,6 +161,7 @@ impl World {
             },
             Output::Done { id } => match self.pending.take(id) {
                 Pending::ChannelDone { node, channel } => {
+                    self.control_changed(node);
                     self.markers[node as usize][channel as usize] = Marker::Done(at);
                     Ok(())
                 }
@@ -163,6 +170,7 @@ impl World {
             Output::PioLanded { id, offset, len, .. } => self.pio_landed(at, id, offset, len),
             Output::Timer { id } => match self.pending.take(id) {
                 Pending::InterruptServed { node } => {
+                    self.control_changed(node);
                     self.engines[node as usize].handle_interrupt();
                     self.drain(node)
                 }
@@ -177,6 +185,7 @@ impl World {
                 let (dst, last) = (*dst, offset + len == bytes.len() as u64);
                 let piece = bytes[offset as usize..(offset + len) as usize].to_vec();
                 self.memory.write(dst + offset, &piece);
+                self.memory_changed(dst + offset);
                 if last {
                     self.pending.take(id);
                 }
@@ -184,6 +193,7 @@ impl World {
             }
             Pending::ProxyRequest { .. } => {
                 let Pending::ProxyRequest { node, request } = self.pending.take(id) else { unreachable!() };
+                self.control_changed(node);
                 self.engines[node as usize].handle_proxy_request(request)?;
                 Ok(())
             }

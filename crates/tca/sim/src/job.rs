@@ -12,12 +12,14 @@
 //! hanging.
 
 use crate::scheduler::Scheduler;
+use crate::stats::JobStats;
 use crate::world::{Op, Reply};
 use crate::Driver;
 use base::SimTime;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tca_model::platform::Platform;
+use tca_model::LinkStats;
 use tca_proto::{FabricError, TcaError};
 
 struct State {
@@ -90,6 +92,16 @@ impl SimJob {
     pub fn trace_json(&self) -> Option<String> {
         self.lock().scheduler.trace_json()
     }
+
+    /// What every link direction carried so far ([`Scheduler::link_stats`]).
+    pub fn link_stats(&self) -> Vec<LinkStats> {
+        self.lock().scheduler.link_stats()
+    }
+
+    /// The job's statistics now, `wall` being the wall-clock time it took ([`JobStats`]).
+    pub fn stats(&self, wall: std::time::Duration) -> JobStats {
+        self.lock().scheduler.stats(wall)
+    }
 }
 
 impl Driver for SimJob {
@@ -139,7 +151,7 @@ impl State {
             self.scheduler.submit(rank, op).expect("a running rank");
         }
         self.scheduler.settle();
-        while self.scheduler.answered().next().is_none() {
+        while !self.scheduler.has_answers() {
             if !self.scheduler.step() {
                 self.scheduler.deadlock("is running");
                 return;

@@ -20,11 +20,13 @@ mod job;
 mod memory;
 mod rank;
 mod scheduler;
+mod stats;
 mod world;
 
 pub use job::SimJob;
 pub use rank::SimRank;
 pub use scheduler::Scheduler;
+pub use stats::JobStats;
 use std::sync::Arc;
 use tca_model::platform::Platform;
 use tca_proto::FabricError;

@@ -9,19 +9,23 @@
 //! [`Scheduler::has_answer`]; between requests, [`Scheduler::run_until`] the driver's time, or
 //! [`Scheduler::step`] to [`Scheduler::next_wake`] when nothing else can happen first.
 
+use crate::stats::JobStats;
 use crate::world::{Op, Reply, Submitted, Wait, World};
 use base::{SimTime, Trace};
 use tca_model::platform::Platform;
+use tca_model::LinkStats;
 use tca_proto::{FabricError, TcaError};
 
 enum Slot {
     /// Executing the program between calls.
     Running,
-    /// Waiting for the world; `deadline` once known.
+    /// Waiting for the world; `deadline` once known; `seen`, the change counter of its node
+    /// that its condition reads, when it was last looked at.
     Waiting {
         op_text: String,
         wait: Wait,
         deadline: Option<SimTime>,
+        seen: Option<u64>,
         gather: Option<Vec<u8>>,
     },
     /// The answer is ready.
@@ -33,9 +37,14 @@ enum Slot {
 pub struct Scheduler {
     world: World,
     slots: Vec<Slot>,
-    /// `world.changes` and `world.control_changes` when every wait without a deadline was
-    /// last looked at.
-    looked_at: Option<(u64, u64)>,
+    /// `world.changes` when the waits were last looked at.
+    looked_at: Option<u64>,
+    /// A request came since collectives were last looked at.
+    collectives_dirty: bool,
+    /// The earliest deadline of a waiting rank, and the ranks with an answer ready, as of the
+    /// last change of a slot (kept so that a hardware event costs no look at every rank).
+    earliest: Option<SimTime>,
+    ready: usize,
 }
 
 impl Scheduler {
@@ -45,7 +54,14 @@ impl Scheduler {
     /// No rank, or more ranks than the platform has nodes.
     pub fn new(platform: &Platform, ranks: u32, trace: bool) -> Result<Scheduler, FabricError> {
         let world = World::new(platform, ranks, trace.then(Trace::new))?;
-        Ok(Scheduler { world, slots: (0..ranks).map(|_| Slot::Running).collect(), looked_at: None })
+        Ok(Scheduler {
+            world,
+            slots: (0..ranks).map(|_| Slot::Running).collect(),
+            looked_at: None,
+            collectives_dirty: false,
+            earliest: None,
+            ready: 0,
+        })
     }
 
     /// Ranks of the job.
@@ -66,6 +82,23 @@ impl Scheduler {
     /// Chrome trace-event JSON of the hardware, if the job records a trace.
     pub fn trace_json(&self) -> Option<String> {
         self.world.trace.as_ref().map(|t| t.to_json())
+    }
+
+    /// What every link direction of the hardware carried so far: TLPs, TLPs that queued
+    /// behind another, busy time ([`tca_model::Cluster::link_stats`]).
+    pub fn link_stats(&self) -> Vec<LinkStats> {
+        self.world.cluster.link_stats()
+    }
+
+    /// The job's statistics now, `wall` being the wall-clock time it took.
+    pub fn stats(&self, wall: std::time::Duration) -> JobStats {
+        JobStats {
+            ranks: self.ranks(),
+            virtual_time: self.now(),
+            events: self.events(),
+            wall,
+            links: self.link_stats(),
+        }
     }
 
     /// Whether `rank` runs its program (it may make a request).
@@ -90,14 +123,21 @@ impl Scheduler {
         };
         self.slots[rank as usize] = match self.world.submit(rank as u16, op) {
             Submitted::Done(answer) => Slot::Ready(answer),
-            Submitted::Wait(wait) => Slot::Waiting { op_text, wait, deadline: None, gather },
+            Submitted::Wait(wait) => Slot::Waiting { op_text, wait, deadline: None, seen: None, gather },
         };
+        self.collectives_dirty = true;
+        self.recount();
         Ok(())
     }
 
     /// Whether `rank`'s answer is ready.
     pub fn has_answer(&self, rank: u32) -> bool {
         matches!(self.slots.get(rank as usize), Some(Slot::Ready(_)))
+    }
+
+    /// Whether some rank's answer is ready.
+    pub fn has_answers(&self) -> bool {
+        self.ready > 0
     }
 
     /// Ranks whose answer is ready.
@@ -111,16 +151,20 @@ impl Scheduler {
         if !matches!(slot, Slot::Ready(_)) {
             return None;
         }
-        match std::mem::replace(slot, Slot::Running) {
-            Slot::Ready(answer) => Some(answer),
+        let answer = match std::mem::replace(slot, Slot::Running) {
+            Slot::Ready(answer) => answer,
             _ => unreachable!("checked just above"),
-        }
+        };
+        self.recount();
+        Some(answer)
     }
 
     /// Rank `rank`'s program has returned (or failed); later requests of it fail.
     pub fn finish(&mut self, rank: u32) {
         if let Some(slot) = self.slots.get_mut(rank as usize) {
             *slot = Slot::Finished;
+            self.collectives_dirty = true;
+            self.recount();
         }
     }
 
@@ -136,22 +180,29 @@ impl Scheduler {
 
     /// Answers the waits whose condition holds at the world's time.
     pub fn settle(&mut self) {
-        self.release_collectives();
+        if std::mem::take(&mut self.collectives_dirty) {
+            self.release_collectives();
+        }
         let now = self.world.now;
-        let changes = (self.world.changes, self.world.control_changes);
-        let (any, control) = match self.looked_at {
-            Some((all, ctl)) => (all != changes.0, ctl != changes.1),
-            None => (true, true),
-        };
-        self.looked_at = Some(changes);
-        for slot in &mut self.slots {
-            let Slot::Waiting { wait, deadline, .. } = slot else { continue };
-            let look = control || (any && matches!(wait, Wait::Value { .. }));
-            if deadline.is_none() && look {
-                match self.world.ready_at(wait) {
-                    Some(Ok(t)) => *deadline = Some(t),
-                    Some(Err(e)) => *slot = Slot::Ready(Err(e)),
-                    None => {}
+        // Nothing changed since the last look and no deadline is due: no rank can be answered.
+        if self.looked_at == Some(self.world.changes) && self.earliest.is_none_or(|d| d > now) {
+            return;
+        }
+        self.looked_at = Some(self.world.changes);
+        for (node, slot) in self.slots.iter_mut().enumerate() {
+            let Slot::Waiting { wait, deadline, seen, .. } = slot else { continue };
+            if deadline.is_none() {
+                let counter = match wait {
+                    Wait::Value { .. } => self.world.memory_changes[node],
+                    _ => self.world.control_changes[node],
+                };
+                if *seen != Some(counter) {
+                    *seen = Some(counter);
+                    match self.world.ready_at(wait) {
+                        Some(Ok(t)) => *deadline = Some(t),
+                        Some(Err(e)) => *slot = Slot::Ready(Err(e)),
+                        None => {}
+                    }
                 }
             }
             if let Slot::Waiting { wait, deadline: Some(d), .. } = slot {
@@ -160,17 +211,25 @@ impl Scheduler {
                 }
             }
         }
+        self.recount();
+    }
+
+    /// Takes the earliest deadline and the ready answers again after slots changed.
+    fn recount(&mut self) {
+        let (mut earliest, mut ready) = (None::<SimTime>, 0);
+        for s in &self.slots {
+            match s {
+                Slot::Waiting { deadline: Some(d), .. } => earliest = Some(earliest.map_or(*d, |e| e.min(*d))),
+                Slot::Ready(_) => ready += 1,
+                _ => {}
+            }
+        }
+        (self.earliest, self.ready) = (earliest, ready);
     }
 
     /// The earliest deadline of a waiting rank.
     fn next_deadline(&self) -> Option<SimTime> {
-        self.slots
-            .iter()
-            .filter_map(|s| match s {
-                Slot::Waiting { deadline, .. } => *deadline,
-                _ => None,
-            })
-            .min()
+        self.earliest
     }
 
     /// The earliest time at which something happens without a new request: a hardware event
@@ -218,6 +277,7 @@ impl Scheduler {
                     *slot = Slot::Ready(Err(e.clone()));
                 }
             }
+            self.recount();
         }
     }
 
@@ -251,6 +311,7 @@ impl Scheduler {
                 *slot = Slot::Ready(reply);
             }
         }
+        self.recount();
     }
 
     /// What each rank does now, for a deadlock report: "rank 0 waits for tcaWaitDMAC(channel
@@ -278,5 +339,6 @@ impl Scheduler {
                 *slot = Slot::Ready(Err(FabricError::with_detail(TcaError::Deadlock, detail.clone())));
             }
         }
+        self.recount();
     }
 }

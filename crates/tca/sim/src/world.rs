@@ -141,12 +141,14 @@ pub(crate) struct World {
     /// Outputs taken from the cluster and not yet applied (a buffer reused across steps).
     outputs: Vec<(SimTime, Output)>,
     pub(crate) now: SimTime,
-    /// Counts the changes a wait can see (requests, hardware outputs applied): a wait whose
-    /// condition did not hold needs no new look while it stays the same.
+    /// Counts the changes a wait can see (requests, hardware outputs applied).
     pub(crate) changes: u64,
-    /// As `changes`, without DMA data landing in memory (which only a wait for a value in
-    /// memory can see): engines, channel status, PIO.
-    pub(crate) control_changes: u64,
+    /// Per node, the changes of its memory (data landing, requests) and of its engine and
+    /// channel status (hardware outputs for it, requests), each also counted in `changes`: a
+    /// wait of a node whose condition did not hold needs no new look while the counter its
+    /// condition reads stays the same (a wait for a value reads memory, the others control).
+    pub(crate) memory_changes: Vec<u64>,
+    pub(crate) control_changes: Vec<u64>,
     pub(crate) trace: Option<Trace>,
 }
 
@@ -186,7 +188,8 @@ impl World {
             outputs: Vec::new(),
             now: SimTime::ZERO,
             changes: 0,
-            control_changes: 0,
+            memory_changes: vec![0; nodes as usize],
+            control_changes: vec![0; nodes as usize],
             trace,
         })
     }
@@ -219,8 +222,11 @@ impl World {
 
     /// Carries out or starts request `op` of the rank on `node`.
     pub(crate) fn submit(&mut self, node: u16, op: Op) -> Submitted {
+        // A request may change what any wait sees.
         self.changes += 1;
-        self.control_changes += 1;
+        for c in self.memory_changes.iter_mut().chain(self.control_changes.iter_mut()) {
+            *c += 1;
+        }
         match self.submit_inner(node, op) {
             Ok(s) => s,
             Err(e) => Submitted::Done(Err(e)),
@@ -413,6 +419,21 @@ impl World {
         }
     }
 
+    /// Bytes at global `addr` changed (waits for a value on its node look again).
+    pub(crate) fn memory_changed(&mut self, addr: u64) {
+        self.changes += 1;
+        let node = self.cluster.address_map().node_of(addr);
+        if let Some(c) = node.and_then(|n| self.memory_changes.get_mut(n as usize)) {
+            *c += 1;
+        }
+    }
+
+    /// The engine or a channel status of `node` changed (its other waits look again).
+    pub(crate) fn control_changed(&mut self, node: u16) {
+        self.changes += 1;
+        self.control_changes[node as usize] += 1;
+    }
+
     /// Time of the next hardware event.
     pub(crate) fn next_event(&self) -> Option<SimTime> {
         self.cluster.next_time()
@@ -432,12 +453,6 @@ impl World {
         self.now = t;
         let mut outputs = std::mem::take(&mut self.outputs);
         self.cluster.drain_outputs(&mut outputs);
-        if !outputs.is_empty() {
-            self.changes += 1;
-        }
-        if outputs.iter().any(|(_, out)| !matches!(out, Output::Landed { .. })) {
-            self.control_changes += 1;
-        }
         let mut result = Ok(());
         for (at, out) in outputs.drain(..) {
             if result.is_ok() {

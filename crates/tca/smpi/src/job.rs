@@ -160,7 +160,7 @@ impl SmpiJob {
                 // the model sleeps until then before waking its rank (hardware events no longer
                 // cost a SimGrid wake-up each).
                 if st.scheduler.idle() {
-                    while st.scheduler.answered().next().is_none() && st.scheduler.step() {}
+                    while !st.scheduler.has_answers() && st.scheduler.step() {}
                 }
                 if st.scheduler.now() > now {
                     target = Some(st.scheduler.now());

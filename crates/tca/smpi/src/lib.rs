@@ -9,7 +9,12 @@
 //! - `TCA_TRACE`: write the hardware's Chrome trace-event JSON there when the job ends;
 //! - `TCA_SMPI_MODEL_HOST`: the SimGrid host that runs no rank, for the model actor;
 //! - `TCA_SIM_STATS`: print one line of statistics on stderr when the job ends (virtual time,
-//!   hardware events, events per wall-clock second).
+//!   hardware events, events per wall-clock second); when its value is a file path ending in
+//!   `.json`, also write there one JSON object ([`tca_sim::JobStats::to_json`]): `ranks`,
+//!   `virtual_time_us`, `hardware_events`, `wall_s`, `events_per_s`, `tlps`, `stalled_tlps`
+//!   (TLPs that found a link direction busy and queued), and `links`, one entry per link
+//!   direction or throughput limit of the platform,
+//!   `{"link": name, "stalled_tlps": n, "busy_us": x, "tlps": n}`.
 
 #![warn(missing_docs)]
 
@@ -70,15 +75,15 @@ fn on_end(scheduler: &Scheduler, wall: std::time::Duration) {
             eprintln!("tca: cannot write the trace {path}: {e}");
         }
     }
-    if std::env::var_os("TCA_SIM_STATS").is_some() {
-        let events = scheduler.events();
-        let rate = events as f64 / wall.as_secs_f64().max(1e-9);
-        eprintln!(
-            "tca: simulated TCA fabric: {} ranks, virtual time {}, {events} hardware events in {:.3} s wall ({rate:.0} events/s)",
-            scheduler.ranks(),
-            scheduler.now(),
-            wall.as_secs_f64()
-        );
+    if let Some(setting) = std::env::var_os("TCA_SIM_STATS") {
+        let stats = scheduler.stats(wall);
+        eprintln!("{}", stats.line());
+        let path = std::path::Path::new(&setting);
+        if path.extension().is_some_and(|e| e == "json") {
+            if let Err(e) = std::fs::write(path, stats.to_json()) {
+                eprintln!("tca: cannot write the statistics {}: {e}", path.display());
+            }
+        }
     }
 }
 
