@@ -16,7 +16,6 @@ nodes)" [x]; with several node counts, the ratios against the node count at a fe
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import tempfile
@@ -134,13 +133,6 @@ def program_args(cfg: Config) -> list[str]:
     return args + (["--mpi-only"] if cfg.mpi_only else [])
 
 
-def stats_supported() -> bool:
-    """Whether ``tca run`` can write the simulator's statistics with per-link counters."""
-    from tca.peach import launch
-
-    return "stats_json" in {f.name for f in dataclasses.fields(launch.SimOptions)}
-
-
 def read_stats(path: Path, nodes: int) -> Stalls:
     try:
         data = json.loads(path.read_text())
@@ -167,10 +159,8 @@ def run(cfg: Config, progress: Callable[[int, int], None] | None = None) -> Resu
     targets = fabrics(cfg.fabric)
     exes = {f: build(f) for f in targets}
     kind = "predicted" if cfg.fabric == "sim" else "measured"
-    collect = cfg.fabric == "sim" and stats_supported()
+    collect = cfg.fabric == "sim" and not cfg.mpi_only
     result = Result([])
-    if cfg.fabric == "sim" and not collect and not cfg.mpi_only:
-        result.notes.append("per-link stall counters: this `tca run` cannot write the simulator's statistics")
     if cfg.fabric == "shm":
         first = SHM_FABRICS[targets[0]]
         result.notes.append(

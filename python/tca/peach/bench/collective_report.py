@@ -104,7 +104,7 @@ def stalls_text(stalls: list[Stalls]) -> str:
         lines.append(f"# {s.nodes} nodes: {s.stalled_tlps} of {s.tlps} TLPs stalled on {len(busy)} link(s)")
         for link in busy[:LINKS_SHOWN]:
             lines.append(
-                f"    {link['link']:<28} {link['stalled_tlps']:>10} stalled of {link['tlps']:>10} TLPs, "
+                f"    {link['link']:<32} {link['stalled_tlps']:>10} stalled of {link['tlps']:>10} TLPs, "
                 f"busy {link['busy_us']:.1f} us"
             )
         if len(busy) > LINKS_SHOWN:
