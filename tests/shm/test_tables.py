@@ -30,7 +30,7 @@ def test_python_error_codes_are_the_header_codes():
     python = {c_error_name(name): code for code, name, _ in _native.error_codes()}
     assert python, "no error codes from the native module"
     # The header adds the codes of the C ABI itself (crates/tca/capi/src/results.rs and, for the
-    # descriptor tables, desc_table.rs).
+    # descriptor tables, desc_table.rs; for the collective library, coll.rs).
     assert {k: header[k] for k in python} == python
     assert set(header) - set(python) == {
         "TCA_ERROR_INVALID_ARGUMENT",
@@ -42,4 +42,6 @@ def test_python_error_codes_are_the_header_codes():
         "TCA_ERROR_DESC_SLOT_OUT_OF_RANGE",
         "TCA_ERROR_EMPTY_TABLE",
         "TCA_ERROR_INTERNAL_MEMORY_FULL",
+        "TCA_ERROR_INVALID_OP",
+        "TCA_ERROR_COLL_MISMATCH",
     }
