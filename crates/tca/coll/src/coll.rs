@@ -67,6 +67,10 @@ pub struct Coll {
     pub(crate) area: Option<crate::dma::Area>,
     /// Numbers the DMA phases, for notification tags.
     pub(crate) seq: u32,
+    /// A flag word on each GPU of this node results were stored into, by GPU.
+    pub(crate) gpu_flags: Vec<Option<crate::device::GpuFlag>>,
+    /// Whether peers may still be reading the caller's buffer by DMA ([`Coll::settle`]).
+    pub(crate) unsettled: bool,
     pub(crate) config: Config,
 }
 
@@ -126,6 +130,8 @@ impl Coll {
             last_sent: vec![[0; 2]; usize::from(n)],
             area: None,
             seq: 0,
+            gpu_flags: Vec::new(),
+            unsettled: false,
             config,
         })
     }
@@ -137,6 +143,7 @@ impl Coll {
     pub fn free(mut self, f: &dyn Fabric) -> CollResult<()> {
         f.barrier()?;
         self.drop_area(f)?;
+        self.drop_gpu_flags(f)?;
         f.destroy_handle(&self.ctl)?;
         f.free(self.ctl_ptr)?;
         Ok(())
@@ -202,17 +209,12 @@ impl Coll {
             // SAFETY: the caller's contract.
             return unsafe { self.dma_allgather(f, sig, sbuf, send_off, rbuf, size) };
         }
-        let mut mine = vec![0u8; size as usize];
         // SAFETY: the caller's contract.
-        unsafe { sbuf.read(f, send_off, &mut mine)? };
-        let all = if self.direct(mine.len()) {
-            self.pio_direct_allgather(f, sig, "allgather", &mine)?
-        } else {
-            self.pio_allgather(f, sig, "allgather", &mine)?
-        };
+        let all = unsafe { self.gather_small(f, sig, "allgather", sbuf, send_off, size as usize)? };
         debug_assert_eq!(all.len() as u64, n * size);
         // SAFETY: the caller's contract.
-        unsafe { rbuf.write(f, 0, &all) }
+        unsafe { self.put(f, rbuf, 0, &all)? };
+        self.settle(f)
     }
 
     /// The element-wise reduction by `op` of every rank's `count` elements of `ty` at `send`,
@@ -287,21 +289,19 @@ impl Coll {
             // SAFETY: the caller's contract.
             return unsafe { self.dma_reduce(f, sig, sbuf, rbuf, bytes, ty, op, root) };
         }
-        let mut mine = vec![0u8; bytes as usize];
         // SAFETY: the caller's contract.
-        unsafe { sbuf.read(f, 0, &mut mine)? };
-        let all = if self.direct(mine.len()) {
-            self.pio_direct_allgather(f, sig, what, &mine)?
-        } else {
-            self.pio_allgather(f, sig, what, &mine)?
-        };
+        let all = unsafe { self.gather_small(f, sig, what, sbuf, 0, bytes as usize)? };
+        if send < recv.saturating_add(bytes) && recv < send.saturating_add(bytes) {
+            // In place: peers may still be reading the contribution by DMA.
+            self.settle(f)?;
+        }
         if root.is_none_or(|r| r == self.me) {
             let p = bytes as usize;
             let out = crate::arith::fold(ty, op, (0..usize::from(self.n)).map(|r| &all[r * p..(r + 1) * p]));
             // SAFETY: the caller's contract.
-            unsafe { rbuf.write(f, 0, &out)? };
+            unsafe { self.put(f, rbuf, 0, &out)? };
         }
-        Ok(())
+        self.settle(f)
     }
 
     /// `root`'s `size` bytes at `buf` into `buf` on every rank.
@@ -329,7 +329,7 @@ impl Coll {
         self.pio_bcast(f, sig, "bcast", &mut data, root)?;
         if self.me != root {
             // SAFETY: the caller's contract.
-            unsafe { b.write(f, 0, &data)? };
+            unsafe { self.put(f, b, 0, &data)? };
         }
         Ok(())
     }

@@ -52,9 +52,11 @@
 //!
 //! # Buffers
 //!
-//! Buffers may be host memory (pageable or the fabric's) or device memory; the library stages
-//! them through its own buffers (device memory with the fabric's `cudaMemcpy`). `send == recv`
-//! means in place (for allgather: this rank's block is already at its place in `recv`).
+//! Buffers may be host memory (pageable or the fabric's) or device memory. In the small
+//! exchanges a device buffer is read by PEACH2's DMA and results are PIO stores into it
+//! (`device.rs`); elsewhere the library stages buffers through its own (device memory with the
+//! fabric's `cudaMemcpy`). `send == recv` means in place (for allgather: this rank's block is
+//! already at its place in `recv`).
 //!
 //! # Resources
 //!
@@ -63,7 +65,9 @@
 //! payloads beyond it go in pieces). DMA collectives register their own chains on the
 //! configured channels (all four by default): a chain of the program registered on one of them
 //! must be registered again after a DMA collective. They use notification slots
-//! [`SLOT_FIRST`] and [`SLOT_SECOND`]. PIO-only collectives touch no channel.
+//! [`SLOT_FIRST`] and [`SLOT_SECOND`]. PIO-only collectives touch no channel, except on device
+//! buffers, whose blocks go by DMA on the same channels with slot [`mailbox::SLOT_BOX`]; storing
+//! a result into a GPU allocates a 64-byte flag buffer on that GPU.
 //!
 //! # Errors
 //!
@@ -79,6 +83,7 @@
 
 pub mod arith;
 mod coll;
+mod device;
 mod dma;
 mod error;
 mod large;
