@@ -19,7 +19,7 @@ pub mod units;
 
 pub use queue::EventQueue;
 pub use time::SimTime;
-pub use trace::{Trace, TrackId};
+pub use trace::{exact_us, json_string, Trace, TrackId};
 
 /// A simulated component (or a whole system) reacting to its events.
 pub trait Model {

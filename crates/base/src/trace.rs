@@ -129,12 +129,14 @@ impl Trace {
     }
 }
 
-fn exact_us(t: SimTime) -> String {
+/// Microseconds with every picosecond, as the trace and statistics files write times: `12.000345`.
+pub fn exact_us(t: SimTime) -> String {
     let ps = t.as_ps();
     format!("{}.{:06}", ps / 1_000_000, ps % 1_000_000)
 }
 
-fn json_string(s: &str) -> String {
+/// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
+pub fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

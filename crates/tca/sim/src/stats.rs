@@ -2,7 +2,7 @@
 //! programs (totals, and per link direction the TLPs it carried, those that queued behind
 //! another TLP, and its busy time).
 
-use base::SimTime;
+use base::{exact_us, json_string, SimTime};
 use std::fmt::Write as _;
 use std::time::Duration;
 use tca_model::LinkStats;
@@ -77,29 +77,6 @@ impl JobStats {
         out.push_str("\n]}\n");
         out
     }
-}
-
-/// Microseconds with every picosecond: `12.000345`.
-fn exact_us(t: SimTime) -> String {
-    let ps = t.as_ps();
-    format!("{}.{:06}", ps / 1_000_000, ps % 1_000_000)
-}
-
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
