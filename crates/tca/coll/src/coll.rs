@@ -65,6 +65,10 @@ pub struct Coll {
     pub(crate) last_sent: Vec<[u32; 2]>,
     /// The DMA work area, once a DMA collective needed one.
     pub(crate) area: Option<crate::dma::Area>,
+    /// Pinned host memory, the source of local copies of results into device memory.
+    pub(crate) stage: Option<crate::local::Stage>,
+    /// Numbers this rank's node-local copies, for notification tags.
+    pub(crate) local_tag: u32,
     /// Numbers the DMA phases, for notification tags.
     pub(crate) seq: u32,
     /// A flag word on each GPU of this node results were stored into, by GPU.
@@ -129,6 +133,8 @@ impl Coll {
             epoch: 0,
             last_sent: vec![[0; 2]; usize::from(n)],
             area: None,
+            stage: None,
+            local_tag: 0,
             seq: 0,
             gpu_flags: Vec::new(),
             unsettled: false,
@@ -144,6 +150,7 @@ impl Coll {
         f.barrier()?;
         self.drop_area(f)?;
         self.drop_gpu_flags(f)?;
+        self.drop_stage(f)?;
         f.destroy_handle(&self.ctl)?;
         f.free(self.ctl_ptr)?;
         Ok(())

@@ -39,15 +39,20 @@ pub(crate) struct GpuFlag {
 }
 
 impl Coll {
-    /// `data` into byte `off` of `buf`: by PIO stores where `buf` is device memory and the bytes
-    /// are whole aligned words, by the CPU or `cudaMemcpy` otherwise.
+    /// `data` into byte `off` of `buf`: where `buf` is device memory and the bytes are whole
+    /// aligned words, by PIO stores, or from [`crate::local::PUT_DMA_MIN`] bytes on by a local
+    /// DMA; by the CPU or `cudaMemcpy` otherwise.
     ///
     /// # Safety
     /// `buf` holds `off + data.len()` bytes.
     pub(crate) unsafe fn put(&mut self, f: &dyn Fabric, buf: UserBuf, off: u64, data: &[u8]) -> CollResult<()> {
         if let (Some(gpu), true) = (buf.gpu(), data.len().is_multiple_of(4)) {
             if let Some(h) = buf.handle(f, off, data.len() as u64, 4)? {
-                let stored = self.store(f, &h, gpu, data);
+                let stored = if data.len() >= crate::local::PUT_DMA_MIN {
+                    self.dma_put(f, &h, data)
+                } else {
+                    self.store(f, &h, gpu, data)
+                };
                 f.destroy_handle(&h)?;
                 return stored;
             }

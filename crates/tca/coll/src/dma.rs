@@ -28,10 +28,29 @@ const MIN_AREA: u64 = 1 << 16;
 /// One rank's DMA work area.
 #[derive(Debug)]
 pub(crate) struct Area {
-    ptr: u64,
-    bytes: u64,
-    mine: Handle,
-    peers: Vec<Handle>,
+    pub(crate) ptr: u64,
+    pub(crate) bytes: u64,
+    pub(crate) mine: Handle,
+    pub(crate) peers: Vec<Handle>,
+}
+
+impl Area {
+    /// Allocates `size` bytes of pinned host memory and exchanges the handle with every rank
+    /// (collective).
+    pub(crate) fn new(f: &dyn Fabric, size: u64) -> CollResult<Area> {
+        let ptr = f.malloc(size, MemoryType::Cpu)?;
+        let mine = f.create_handle(ptr, size, MemoryType::Cpu)?;
+        let all = f.allgather(&mine.to_bytes())?;
+        let peers = all.chunks_exact(HANDLE_BYTES).map(Handle::from_bytes).collect::<Result<Vec<_>, _>>()?;
+        Ok(Area { ptr, bytes: size, mine, peers })
+    }
+
+    /// Releases it (every rank at the same point: nobody writes into it any more).
+    pub(crate) fn free(self, f: &dyn Fabric) -> CollResult<()> {
+        f.destroy_handle(&self.mine)?;
+        f.free(self.ptr)?;
+        Ok(())
+    }
 }
 
 /// One transfer of a phase: `len` bytes from `src_off` of this rank's area to `dst_off` of
@@ -57,19 +76,14 @@ impl Coll {
         }
         self.drop_area(f)?;
         let size = bytes.next_power_of_two().clamp(MIN_AREA, self.config.max_area.max(bytes));
-        let ptr = f.malloc(size, MemoryType::Cpu)?;
-        let mine = f.create_handle(ptr, size, MemoryType::Cpu)?;
-        let all = f.allgather(&mine.to_bytes())?;
-        let peers = all.chunks_exact(HANDLE_BYTES).map(Handle::from_bytes).collect::<Result<Vec<_>, _>>()?;
-        self.area = Some(Area { ptr, bytes: size, mine, peers });
+        self.area = Some(Area::new(f, size)?);
         Ok(())
     }
 
     /// Frees the area, if any (every rank at the same point: nobody writes into it any more).
     pub(crate) fn drop_area(&mut self, f: &dyn Fabric) -> CollResult<()> {
         if let Some(a) = self.area.take() {
-            f.destroy_handle(&a.mine)?;
-            f.free(a.ptr)?;
+            a.free(f)?;
         }
         Ok(())
     }
@@ -104,14 +118,30 @@ impl Coll {
         ordered: bool,
     ) -> CollResult<Vec<u8>> {
         let a = self.area.as_ref().expect("an area");
+        self.start_from(f, &a.mine, &a.peers, list, slot, tag, ordered)
+    }
+
+    /// As [`Coll::start`], the transfers' sources at `src_off` of `src` (this rank's area or a
+    /// handle on the caller's buffer) and destinations in the areas `dsts` (one per rank).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start_from(
+        &self,
+        f: &dyn Fabric,
+        src: &Handle,
+        dsts: &[Handle],
+        list: &[Xfer],
+        slot: u32,
+        tag: u32,
+        ordered: bool,
+    ) -> CollResult<Vec<u8>> {
         let chans = &self.config.channels;
         let used = if ordered { 1 } else { chans.len().min(list.len()) };
         let mut descs = vec![Desc::new(); used];
         let flags = if ordered { DmaFlags::NOTIFY } else { DmaFlags::NOTIFY | DmaFlags::CONTINUE };
         for (i, x) in list.iter().enumerate() {
-            let dst = &a.peers[usize::from(x.dst)];
+            let dst = &dsts[usize::from(x.dst)];
             let len = round_up(x.len, 4);
-            descs[i % used].set_memcpy(dst, x.dst_off, &a.mine, x.src_off, len, flags, slot, tag)?;
+            descs[i % used].set_memcpy(dst, x.dst_off, src, x.src_off, len, flags, slot, tag)?;
         }
         let mut out = Vec::with_capacity(used);
         for (d, &ch) in descs.iter().zip(chans) {

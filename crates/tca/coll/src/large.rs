@@ -6,6 +6,7 @@ use crate::arith::fold;
 use crate::coll::Coll;
 use crate::dma::{round_up, Xfer, SLOT_FIRST, SLOT_SECOND};
 use crate::error::CollResult;
+use crate::large_device::DevicePlan;
 use crate::types::{DataType, Op};
 use crate::user::UserBuf;
 use tca_proto::Fabric;
@@ -16,7 +17,8 @@ impl Coll {
     }
 
     /// Allgather: every rank writes its block into every other rank's area in one phase (all
-    /// DMA channels at once), in pieces of at most `max_area / n` bytes per block.
+    /// DMA channels at once), in pieces of at most `max_area / n` bytes per block; on device
+    /// buffers by node-local DMA from and to them (`crate::large_device`).
     pub(crate) unsafe fn dma_allgather(
         &mut self,
         f: &dyn Fabric,
@@ -25,6 +27,24 @@ impl Coll {
         send_off: u64,
         recv: UserBuf,
         size: u64,
+    ) -> CollResult<()> {
+        let plan = self.device_plan(f, send, send_off, recv, size)?;
+        // SAFETY: the caller's contract.
+        let done = unsafe { self.dma_allgather_pieces(f, sig, send, send_off, recv, size, plan.as_ref()) };
+        Self::drop_plan(f, plan)?;
+        done
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dma_allgather_pieces(
+        &mut self,
+        f: &dyn Fabric,
+        sig: u32,
+        send: UserBuf,
+        send_off: u64,
+        recv: UserBuf,
+        size: u64,
+        plan: Option<&DevicePlan>,
     ) -> CollResult<()> {
         let n = u64::from(self.n);
         let me = u64::from(self.me);
@@ -35,8 +55,12 @@ impl Coll {
             let slot = round_up(q, 16);
             self.pio_barrier(f, sig, "allgather")?;
             self.ensure_area(f, n * slot)?;
-            // SAFETY: the caller's contract; the area holds n slots.
-            unsafe { send.copy_out(f, send_off + off, self.area_at(me * slot), q)? };
+            if let Some(p) = plan {
+                self.device_block_in(f, p, off, me * slot, q)?;
+            } else {
+                // SAFETY: the caller's contract; the area holds n slots.
+                unsafe { send.copy_out(f, send_off + off, self.area_at(me * slot), q)? };
+            }
             let tag = self.next_tag();
             let list: Vec<Xfer> =
                 self.others().map(|j| Xfer { dst: j, dst_off: me * slot, src_off: me * slot, len: q }).collect();
@@ -45,9 +69,13 @@ impl Coll {
                 self.wait_from(f, j, SLOT_FIRST, tag)?;
             }
             self.wait_channels(f, &chans)?;
-            for r in 0..n {
-                // SAFETY: the caller's contract.
-                unsafe { recv.copy_in(f, r * size + off, self.area_at(r * slot), q)? };
+            if let Some(p) = plan {
+                self.device_blocks_out(f, p, off, q, size)?;
+            } else {
+                for r in 0..n {
+                    // SAFETY: the caller's contract.
+                    unsafe { recv.copy_in(f, r * size + off, self.area_at(r * slot), q)? };
+                }
             }
             off += q;
         }
