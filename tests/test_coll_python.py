@@ -13,7 +13,7 @@ import tca.peach.sim as sim
 from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tca.peach.api import TcaApiError
+from tca.peach.api import Desc, TcaApiError
 from tca.peach.coll import OPS, type_value
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
@@ -150,3 +150,39 @@ def test_the_same_program_on_the_shm_fabric(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.split("\n")[:-1]) == ["0 ok", "1 ok", "2 ok"]
+
+
+def test_a_kick_after_a_collective_on_its_channel_raises_until_desc_set():
+    """A chain set once and kicked every iteration: after a DMA-sized allgather set the library's
+    chain on channel 0, start_dma raises ChannelTaken and copies nothing, until desc_set."""
+
+    def program(ctx):
+        src, dst = ctx.malloc(4096), ctx.malloc(4096)
+        data = bytes((i * 7 + ctx.rank) % 256 | 1 for i in range(4096))
+        ctx.write(src, 0, data)
+        d = Desc()
+        d.set_memcpy(dst, 0, src, 0, 4096)
+        ctx.desc_set(d, 0)
+
+        def kick():
+            ctx.write(dst, 0, bytes(4096))
+            try:
+                ctx.start_dma(0)
+            except TcaApiError as e:
+                return e.name, ctx.read(dst, 0, 4096) == data
+            ctx.wait_dmac(0)
+            return "ok", ctx.read(dst, 0, 4096) == data
+
+        seen = [kick()]
+        ctx.coll_allreduce(np.int32([1]))  # PIO only: the chain stays
+        seen.append(kick())
+        gathered = ctx.coll_allgather(np.full(16384, ctx.rank, np.int32))
+        assert (gathered == np.arange(ctx.size)[:, None]).all()
+        seen += [kick(), kick()]
+        ctx.desc_set(d, 0)
+        seen.append(kick())
+        return seen
+
+    ok, taken = ("ok", True), ("ChannelTaken", False)
+    for seen in sim.run("ha-pacs-tca", 3, program):
+        assert seen == [ok, ok, taken, taken, ok]

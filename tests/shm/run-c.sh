@@ -33,6 +33,13 @@ cc -O2 -Wall -Wextra -Werror -o "$OUT/collectives" tests/shm/collectives.c $flag
 for n in 1 3 4 16; do
     step $TCA run -n $n "$OUT/collectives"
 done
+# A chain kicked every iteration next to the library's chains: TCA_ERROR_CHANNEL_TAKEN after a
+# collective took its channel, until it is registered again; untouched outside TCA_COLL_CHANNELS.
+cc -O2 -Wall -Wextra -Werror -o "$OUT/coll_channels" tests/shm/coll_channels.c $flags
+for n in 2 3; do
+    step $TCA run -n $n "$OUT/coll_channels" library
+done
+TCA_COLL_CHANNELS=2,3 step $TCA run -n 3 "$OUT/coll_channels" outside
 # Descriptor tables by tag and in internal memory: a block-stride face exchange, data checked.
 cc -O2 -Wall -Wextra -Werror -o "$OUT/desc_table" tests/shm/desc_table.c $flags
 for n in 2 4; do

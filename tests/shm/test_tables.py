@@ -44,4 +44,5 @@ def test_python_error_codes_are_the_header_codes():
         "TCA_ERROR_INTERNAL_MEMORY_FULL",
         "TCA_ERROR_INVALID_OP",
         "TCA_ERROR_COLL_MISMATCH",
+        "TCA_ERROR_CHANNEL_TAKEN",
     }

@@ -3,8 +3,10 @@
 //! call these on bytes; `tca.peach.sim.Rank` adds NumPy arrays and operator names.
 
 use crate::api::fabric_error;
+use crate::guard::Recording;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 use tca_coll::{Coll, CollError, Config, DataType, Op};
 use tca_proto::Fabric;
@@ -22,19 +24,26 @@ pub(crate) fn coll_error(py: Python<'_>, e: CollError) -> PyErr {
     }
 }
 
-/// Runs `op` with the rank's library, set up by the first collective (every rank calls it).
+/// Runs `op` with the rank's library, set up by the first collective (every rank calls it);
+/// the channels the library registered chains on are added to `taken` (a bit mask).
 pub(crate) fn with_coll<T: Send>(
     py: Python<'_>,
     slot: &Mutex<Option<Coll>>,
     fabric: &dyn Fabric,
+    taken: &AtomicU8,
     op: impl FnOnce(&mut Coll, &dyn Fabric) -> Result<T, CollError> + Send,
 ) -> PyResult<T> {
     py.allow_threads(|| {
+        let rec = Recording::new(fabric);
         let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(Coll::new(fabric, Config::default())?);
-        }
-        op(guard.as_mut().expect("set up above"), fabric)
+        let r = (|| {
+            if guard.is_none() {
+                *guard = Some(Coll::new(&rec, Config::default())?);
+            }
+            op(guard.as_mut().expect("set up above"), &rec)
+        })();
+        taken.fetch_or(rec.channels(), Ordering::Relaxed);
+        r
     })
     .map_err(|e| coll_error(py, e))
 }

@@ -13,6 +13,7 @@ use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
 
 mod api;
 mod coll;
+mod guard;
 mod hold;
 mod rank;
 mod shm;

@@ -6,10 +6,12 @@
 
 use crate::api::{fabric_error, memory_type, Desc, Handle};
 use crate::coll::{type_op, with_coll};
+use crate::guard::CHANNEL_TAKEN;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use tca_proto::{Fabric, FabricResult};
 
@@ -21,11 +23,14 @@ pub struct Rank {
     buffers: Mutex<HashMap<u32, u64>>,
     /// The collective library, once a collective set it up.
     coll: Mutex<Option<tca_coll::Coll>>,
+    /// The DMA channels (bit mask) the library set a chain on since the program's last
+    /// `desc_set` there (`crate::guard`).
+    taken: AtomicU8,
 }
 
 impl Rank {
     pub(crate) fn new(fabric: Arc<dyn Fabric>) -> Self {
-        Rank { fabric, buffers: Mutex::new(HashMap::new()), coll: Mutex::new(None) }
+        Rank { fabric, buffers: Mutex::new(HashMap::new()), coll: Mutex::new(None), taken: AtomicU8::new(0) }
     }
 
     /// Runs `f` on the fabric without the GIL and raises its error.
@@ -94,10 +99,21 @@ impl Rank {
     /// `tcaDescSet`: registers `desc` on DMA `channel`.
     fn desc_set(&self, py: Python<'_>, desc: &Desc, channel: u8) -> PyResult<()> {
         let d = desc.chain().clone();
-        self.call(py, |f| f.desc_set(channel, &d))
+        self.call(py, |f| f.desc_set(channel, &d))?;
+        if channel < 8 {
+            self.taken.fetch_and(!(1u8 << channel), Ordering::Relaxed);
+        }
+        Ok(())
     }
-    /// `tcaStartDMADesc`: kicks `channel` (returns at once).
+    /// `tcaStartDMADesc`: kicks `channel` (returns at once). `TcaApiError` `ChannelTaken` (and
+    /// nothing runs) when a collective set its chain on `channel` since the last `desc_set`.
     fn start_dma(&self, py: Python<'_>, channel: u8) -> PyResult<()> {
+        if channel < 8 && self.taken.load(Ordering::Relaxed) & (1 << channel) != 0 {
+            let text = format!(
+                "ChannelTaken: a collective set its chain on DMA channel {channel} since desc_set: set the chain again"
+            );
+            return Err(crate::api::raise(py, "TcaApiError", (text, CHANNEL_TAKEN, "ChannelTaken".to_string())));
+        }
         self.call(py, |f| f.start_dma(channel))
     }
     /// `tcaWaitDMAC`: waits until `channel`'s chain is done.
@@ -151,11 +167,11 @@ impl Rank {
     }
     /// `tcaCollBarrier`: the collective library's barrier (TCA communication, timed).
     fn coll_barrier(&self, py: Python<'_>) -> PyResult<()> {
-        with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| c.barrier(f))
+        with_coll(py, &self.coll, self.fabric.as_ref(), &self.taken, |c, f| c.barrier(f))
     }
     /// `tcaCollAllgather`: every rank's `data` (same length everywhere), concatenated by rank.
     fn coll_allgather<'py>(&self, py: Python<'py>, data: Vec<u8>) -> PyResult<Bound<'py, PyBytes>> {
-        let all = with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| {
+        let all = with_coll(py, &self.coll, self.fabric.as_ref(), &self.taken, |c, f| {
             let mut out = vec![0u8; data.len() * usize::from(c.ranks())];
             c.allgather(f, &data, &mut out)?;
             Ok(out)
@@ -171,7 +187,7 @@ impl Rank {
         op: i32,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let (t, o) = type_op(dtype, op)?;
-        let out = with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| {
+        let out = with_coll(py, &self.coll, self.fabric.as_ref(), &self.taken, |c, f| {
             let mut out = vec![0u8; data.len()];
             c.allreduce(f, &data, &mut out, t, o)?;
             Ok(out)
@@ -188,7 +204,7 @@ impl Rank {
         root: i64,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let (t, o) = type_op(dtype, op)?;
-        let (out, at_root) = with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| {
+        let (out, at_root) = with_coll(py, &self.coll, self.fabric.as_ref(), &self.taken, |c, f| {
             let mut out = vec![0u8; data.len()];
             c.reduce(f, &data, &mut out, t, o, root)?;
             Ok((out, i64::from(c.rank()) == root))
@@ -197,7 +213,7 @@ impl Rank {
     }
     /// `tcaCollBcast`: `root`'s `data` on every rank (every rank passes as many bytes).
     fn coll_bcast<'py>(&self, py: Python<'py>, mut data: Vec<u8>, root: i64) -> PyResult<Bound<'py, PyBytes>> {
-        with_coll(py, &self.coll, self.fabric.as_ref(), |c, f| c.bcast(f, &mut data, root))?;
+        with_coll(py, &self.coll, self.fabric.as_ref(), &self.taken, |c, f| c.bcast(f, &mut data, root))?;
         Ok(PyBytes::new(py, &data))
     }
     /// `tcaFinalize`.

@@ -12,6 +12,11 @@ has one more leading axis, by rank) or bytes-like (the result is ``bytes``; redu
 ``dtype``: a NumPy dtype or a ``tcaDataType`` name such as ``"TCA_DOUBLE"``). Operators are
 named ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"band"``, ``"land"``, ``"bor"``, ``"lor"``,
 ``"bxor"``, ``"lxor"`` (or ``"TCA_OP_SUM"`` ...).
+
+Large payloads (and small ones in device memory) register the library's DMA chains on channels
+0-3: after such a call, ``ctx.start_dma(ch)`` on a channel it used raises ``TcaApiError``
+``ChannelTaken`` (code 111, as ``TCA_ERROR_CHANNEL_TAKEN`` in C) and runs nothing, until the
+program calls ``ctx.desc_set(desc, ch)`` again.
 """
 
 from __future__ import annotations

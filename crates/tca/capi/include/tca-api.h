@@ -68,6 +68,7 @@ typedef int tcaresult;
 #define TCA_ERROR_INTERNAL_MEMORY_FULL 108  /* internal slot >= TCA_DMA_DESC_INT_SLOTS */
 #define TCA_ERROR_INVALID_OP 109            /* TCA_OP_NOOP, or a bitwise operator on a float type */
 #define TCA_ERROR_COLL_MISMATCH 110         /* ranks called a tcaColl* with different arguments */
+#define TCA_ERROR_CHANNEL_TAKEN 111         /* a tcaColl* set its chain on the channel: set yours again */
 
 /* One line of English text for a code ("success", "timed out", ...). Never NULL. */
 const char *tcaGetErrorString(tcaresult code);
@@ -168,7 +169,9 @@ tcaresult tcaDescSetMode(tcaDesc *desc, int mode);
  * (TCA_ERROR_TIMEOUT after TCA_TIMEOUT_MS on the shm fabric). */
 tcaresult tcaDescSet(tcaDesc *desc, int ch);
 /* Kicks channel ch; tcaWaitDMAC waits until its run is over. TCA_ERROR_INVALID_HANDLE when a
- * handle of the chain was destroyed or freed by its owner since tcaDescSet. */
+ * handle of the chain was destroyed or freed by its owner since tcaDescSet;
+ * TCA_ERROR_CHANNEL_TAKEN (nothing runs) when a tcaColl* call registered its own chain on ch
+ * since this rank's last tcaDescSet, tcaSetDMAChain or tcaSetDMAChainInt there. */
 tcaresult tcaStartDMADesc(int ch);
 tcaresult tcaWaitDMAC(int ch);
 /* Waits for (and consumes) one notification (wait_slot, wait_tag) from handle's node. */
@@ -247,7 +250,8 @@ tcaresult tcaBarrier(void);
  * TCA_ERROR_INVALID_OP; logical operators give 1 or 0 in the data type; integers wrap.
  * Large payloads register chains on the DMA channels TCA_COLL_CHANNELS names (environment,
  * "0,1,2,3" by default; every rank the same): a chain of the program registered on one of them
- * must be registered again after such a call. Notification slots 62 and 63 are the library's.
+ * must be registered again after such a call (tcaStartDMADesc answers TCA_ERROR_CHANNEL_TAKEN
+ * until then). Notification slots 62 and 63 are the library's.
  * Algorithms, thresholds and measured times: docs/collectives.md. */
 
 /* Returns when every rank has called it (dissemination barrier over PIO). */

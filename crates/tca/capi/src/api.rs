@@ -112,6 +112,7 @@ pub extern "C" fn tcaFinalize() -> c_int {
             blocks().retain(|(f, _), _| *f != k);
             crate::desc_table::forget(k);
             crate::coll::forget(k);
+            crate::coll_guard::forget(k);
         }
         r
     })
@@ -304,19 +305,22 @@ pub extern "C" fn tcaDescSet(desc: *mut c_void, ch: c_int) -> c_int {
         with_fabric(|f| {
             f.desc_set(ch, &chain)?;
             crate::desc_table::chain_replaced(fabric_key(f), ch);
+            crate::coll_guard::chain_set(fabric_key(f), ch);
             Ok(())
         })
     })
 }
 
 /// `tcaStartDMADesc`: `TCA_ERROR_CHANNEL_NOT_SET` on a channel whose tags were all destroyed
-/// ([`crate::desc_table`]).
+/// ([`crate::desc_table`]), `TCA_ERROR_CHANNEL_TAKEN` on one the collective library set a chain
+/// on since the program's last ([`crate::coll_guard`]).
 #[no_mangle]
 pub extern "C" fn tcaStartDMADesc(ch: c_int) -> c_int {
     run(|| {
         let ch = channel(ch)?;
         with_fabric(|f| {
             crate::desc_table::check_start(fabric_key(f), ch)?;
+            crate::coll_guard::check_start(fabric_key(f), ch)?;
             Ok(f.start_dma(ch)?)
         })
     })

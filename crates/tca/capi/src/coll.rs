@@ -4,9 +4,12 @@
 //! set-up is collective too) and released by `tcaFinalize`.
 //!
 //! `TCA_COLL_CHANNELS` (a comma-separated list of DMA channels, default `0,1,2,3`) names the
-//! channels the DMA collectives may register chains on; every rank must set the same.
+//! channels the DMA collectives may register chains on; every rank must set the same. The
+//! library gets the rank's fabric through [`crate::coll_guard::Recording`], so a program's
+//! `tcaStartDMADesc` on a channel the library set a chain on fails instead of running it.
 
 use crate::api::fabric_key;
+use crate::coll_guard::{self, Recording};
 use crate::registry::with_fabric;
 use crate::results::{run, CErr, TCA_ERROR_COLL_MISMATCH, TCA_ERROR_INVALID_ARGUMENT, TCA_ERROR_INVALID_OP};
 use std::collections::BTreeMap;
@@ -62,12 +65,14 @@ fn with_coll(op: impl FnOnce(&mut Coll, &dyn Fabric) -> Result<(), CollError>) -
     with_fabric(|f| {
         let key = fabric_key(f);
         let taken = ranks().remove(&key);
+        let rec = Recording::new(f);
         let mut coll = match taken {
             Some(c) => c,
-            None => Coll::new(f, config()?)?,
+            None => Coll::new(&rec, config()?).inspect_err(|_| coll_guard::took(key, rec.channels()))?,
         };
-        let r = op(&mut coll, f);
+        let r = op(&mut coll, &rec);
         ranks().insert(key, coll);
+        coll_guard::took(key, rec.channels());
         Ok(r?)
     })
 }

@@ -191,6 +191,7 @@ fn internal_slot(slot: c_int) -> Result<u32, CErr> {
 /// Registers `desc` on channel `ch` of the calling rank, then records what the channel runs.
 fn register(key: usize, ch: usize, desc: &Desc, now: Chained) -> Result<(), CErr> {
     with_fabric(|f| Ok(f.desc_set(ch as u8, desc)?))?;
+    crate::coll_guard::chain_set(key, ch as u8);
     with_rank(key, |r| {
         r.channels[ch] = now;
         Ok(())

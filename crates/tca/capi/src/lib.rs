@@ -17,6 +17,7 @@
 
 pub mod api;
 pub mod coll;
+mod coll_guard;
 pub mod cuda;
 pub mod desc_table;
 pub mod registry;

@@ -24,15 +24,23 @@ pub const TCA_ERROR_MEMORY_TYPE_MISMATCH: c_int = 103;
 pub const TCA_ERROR_INVALID_OP: c_int = 109;
 /// The ranks called a collective with different arguments (kind, size, type, operator, root).
 pub const TCA_ERROR_COLL_MISMATCH: c_int = 110;
+/// `tcaStartDMADesc` on a channel the collective library registered a chain on since the
+/// program's last registration there ([`crate::coll_guard`]).
+pub const TCA_ERROR_CHANNEL_TAKEN: c_int = 111;
 
 /// The codes only the C ABI returns: (code, C name, message).
-pub const ABI_ERRORS: [(c_int, &str, &str); 6] = [
+pub const ABI_ERRORS: [(c_int, &str, &str); 7] = [
     (TCA_ERROR_INVALID_ARGUMENT, "TCA_ERROR_INVALID_ARGUMENT", "invalid argument (NULL pointer or negative number)"),
     (TCA_ERROR_INTERNAL, "TCA_ERROR_INTERNAL", "internal error in the TCA library"),
     (TCA_ERROR_UNKNOWN_FABRIC, "TCA_ERROR_UNKNOWN_FABRIC", "TCA_FABRIC names no fabric of this process"),
     (TCA_ERROR_MEMORY_TYPE_MISMATCH, "TCA_ERROR_MEMORY_TYPE_MISMATCH", "memory type is not the block's (tcaFree)"),
     (TCA_ERROR_INVALID_OP, "TCA_ERROR_INVALID_OP", "reduction operator not defined for the data type"),
     (TCA_ERROR_COLL_MISMATCH, "TCA_ERROR_COLL_MISMATCH", "ranks called the collective with different arguments"),
+    (
+        TCA_ERROR_CHANNEL_TAKEN,
+        "TCA_ERROR_CHANNEL_TAKEN",
+        "the collective library used this DMA channel since tcaDescSet: set the chain again",
+    ),
 ];
 
 /// The C name of an error: `TCA_ERROR_` and its Rust name in upper snake case
