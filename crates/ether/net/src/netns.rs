@@ -20,7 +20,8 @@ where
     F: FnOnce() -> T + Send,
 {
     let path = format!("/run/netns/{name}");
-    let c_path = CString::new(path.clone()).map_err(|_| NetError::Invalid(format!("namespace name {name:?} contains NUL")))?;
+    let c_path =
+        CString::new(path.clone()).map_err(|_| NetError::Invalid(format!("namespace name {name:?} contains NUL")))?;
     std::thread::scope(|s| {
         let handle = s.spawn(move || {
             // SAFETY: a valid NUL-terminated path; the descriptor is closed below.

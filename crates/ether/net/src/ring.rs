@@ -72,7 +72,7 @@ impl RingSpec {
     pub(crate) fn request(&self) -> Result<TpacketReq3, NetError> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u32;
-        if self.block_size == 0 || self.block_size % page != 0 || self.block_size < 16 * 1024 {
+        if self.block_size == 0 || !self.block_size.is_multiple_of(page) || self.block_size < 16 * 1024 {
             return Err(NetError::Invalid(format!(
                 "ring block size {} B is not a multiple of the page size ({page} B) of at least 16 KiB",
                 self.block_size
@@ -192,7 +192,15 @@ impl<'r> Block<'r> {
     /// Its frames in arrival order, as slices of the ring (no copy).
     pub fn frames(&self) -> Frames<'_> {
         let base = self.ring.block_ptr(self.id);
-        Frames { base, block: self.id, size: self.ring.spec.block_size as usize, at: self.first, index: 0, count: self.count, _block: std::marker::PhantomData }
+        Frames {
+            base,
+            block: self.id,
+            size: self.ring.spec.block_size as usize,
+            at: self.first,
+            index: 0,
+            count: self.count,
+            _block: std::marker::PhantomData,
+        }
     }
 }
 

@@ -94,7 +94,10 @@ impl PacketSocket {
         // SAFETY: a valid buffer of frame.len() bytes on an open socket.
         let n = unsafe { libc::send(self.fd, frame.as_ptr().cast(), frame.len(), 0) };
         if n < 0 {
-            return Err(NetError::last_os(format!("send of a {} B frame on {}", frame.len(), self.ifname), "CAP_NET_RAW"));
+            return Err(NetError::last_os(
+                format!("send of a {} B frame on {}", frame.len(), self.ifname),
+                "CAP_NET_RAW",
+            ));
         }
         if n as usize != frame.len() {
             return Err(NetError::Invalid(format!("send on {}: {n} of {} B sent", self.ifname, frame.len())));
@@ -127,7 +130,8 @@ impl PacketSocket {
         let mut v = [0u32; 3]; // struct tpacket_stats_v3: packets, drops, freeze_q_cnt
         let mut len = std::mem::size_of_val(&v) as libc::socklen_t;
         // SAFETY: a buffer of `len` bytes for the option value.
-        let rc = unsafe { libc::getsockopt(self.fd, libc::SOL_PACKET, PACKET_STATISTICS, v.as_mut_ptr().cast(), &mut len) };
+        let rc =
+            unsafe { libc::getsockopt(self.fd, libc::SOL_PACKET, PACKET_STATISTICS, v.as_mut_ptr().cast(), &mut len) };
         if rc != 0 {
             return Err(NetError::last_os(format!("PACKET_STATISTICS on {}", self.ifname), "CAP_NET_RAW"));
         }
@@ -146,7 +150,13 @@ impl Drop for PacketSocket {
 fn setopt<T>(fd: libc::c_int, opt: libc::c_int, val: &T, ifname: &str, name: &str) -> Result<(), NetError> {
     // SAFETY: `val` points to size_of::<T>() readable bytes.
     let rc = unsafe {
-        libc::setsockopt(fd, libc::SOL_PACKET, opt, (val as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            opt,
+            (val as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
     };
     if rc != 0 {
         return Err(NetError::last_os(format!("{name} on the AF_PACKET socket for {ifname}"), "CAP_NET_RAW"));

@@ -252,8 +252,12 @@ impl Testbed {
         for (ns, addr) in [(a, addrs.map(|x| x.0)), (b, addrs.map(|x| x.1))] {
             ip(&["-n", ns, "link", "set", &ifname, "mtu", &mtu, "addrgenmode", "none"])?;
             if let Some(r) = spec.rate {
-                let (rate, burst, limit) = (format!("{}bit", r.bits_per_s), r.burst_bytes.to_string(), r.queue_bytes.to_string());
-                tc(&["-n", ns, "qdisc", "replace", "dev", &ifname, "root", "tbf", "rate", &rate, "burst", &burst, "limit", &limit])?;
+                let (rate, burst, limit) =
+                    (format!("{}bit", r.bits_per_s), r.burst_bytes.to_string(), r.queue_bytes.to_string());
+                tc(&[
+                    "-n", ns, "qdisc", "replace", "dev", &ifname, "root", "tbf", "rate", &rate, "burst", &burst,
+                    "limit", &limit,
+                ])?;
             }
             if let Some(addr) = addr.filter(|x| x[0] != 0) {
                 let cidr = format!("{}.{}.{}.{}/24", addr[0], addr[1], addr[2], addr[3]);

@@ -68,7 +68,10 @@ fn frames_arrive_complete_and_in_order_on_each_link() {
     for (stream, (n, span)) in results.iter().enumerate() {
         assert_eq!(*n, FRAMES);
         let rate = *n as f64 / span.as_secs_f64();
-        eprintln!("link {stream}: {n} frames of {LEN} B in {span:?}: {rate:.0} frames/s, {:.2} Gb/s", rate * LEN as f64 * 8e-9);
+        eprintln!(
+            "link {stream}: {n} frames of {LEN} B in {span:?}: {rate:.0} frames/s, {:.2} Gb/s",
+            rate * LEN as f64 * 8e-9
+        );
     }
     eprintln!("both links: {} frames in {wall:?} wall", 2 * FRAMES);
 }

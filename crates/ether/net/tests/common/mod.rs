@@ -1,5 +1,8 @@
 //! Shared by the real-link tests: the skip check and a frame pattern.
 
+// Each test binary uses only part of this module.
+#![allow(dead_code)]
+
 use ether_net::{write_header, MacAddr, HEADER_LEN};
 
 /// A fresh testbed, or `None` after printing why real links are unavailable here.
