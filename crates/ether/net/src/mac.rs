@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The EtherType of every frame: 0x88B5, IEEE 802 "local experimental EtherType 1"
-/// (IEEE Std 802-2014, 9.2.4), reserved for private protocols and never used by the kernel.
+/// (IEEE Std 802), reserved for private and experimental protocols and used by no kernel protocol.
 pub const ETHERTYPE: u16 = 0x88B5;
 
 /// Length of the Ethernet header (destination, source, EtherType); no VLAN tag.
