@@ -1,0 +1,62 @@
+//! A link limited to 100 Mb/s by tbf carries 100 Mb/s (±10 %), and nothing is dropped: the
+//! sender blocks on its send buffer while the qdisc queue holds the excess.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use ether_net::{run_in, LinkSpec, PacketSocket, RateLimit, RingSpec, HEADER_LEN};
+
+const RATE: u64 = 100_000_000;
+const LEN: usize = HEADER_LEN + 1500;
+/// 1.2 s of traffic at 100 Mb/s.
+const FRAMES: u64 = 10_000;
+
+#[test]
+fn tbf_limits_the_link_rate() {
+    let Some(mut tb) = common::testbed() else { return };
+    let a = tb.add_namespace("a").unwrap();
+    let b = tb.add_namespace("b").unwrap();
+    let link = tb.add_link(&a, &b, &LinkSpec::new(1).rate(RateLimit::new(RATE))).unwrap();
+    let pair = &link.pairs[0];
+    let tx = run_in(&a, || PacketSocket::open(&pair.a.ifname, RingSpec::default())).unwrap().unwrap();
+    let mut rx = run_in(&b, || PacketSocket::open(&pair.b.ifname, RingSpec::default())).unwrap().unwrap();
+    let (src, dst) = (tx.mac(), rx.mac());
+
+    let (n, bytes, span) = std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut frame = vec![0u8; LEN];
+            for seq in 0..FRAMES {
+                common::fill(&mut frame, dst, src, 0, seq);
+                tx.send(&frame).unwrap();
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let (mut n, mut bytes, mut first, mut last) = (0u64, 0u64, None, Duration::ZERO);
+        while n < FRAMES && Instant::now() < deadline {
+            let Some(block) = rx.recv_block(Duration::from_millis(100)).unwrap() else { continue };
+            for f in block.frames() {
+                assert_eq!(common::check(f.data, dst, src, 0, LEN).unwrap(), n);
+                // The rate is measured from the first frame's arrival, so that frame's bytes
+                // are not part of it.
+                if first.is_none() {
+                    first = Some(f.timestamp);
+                } else {
+                    bytes += f.data.len() as u64;
+                }
+                last = f.timestamp;
+                n += 1;
+            }
+        }
+        (n, bytes, last.saturating_sub(first.unwrap_or(last)))
+    });
+    assert_eq!(n, FRAMES, "frames lost under the rate limit");
+    let measured = bytes as f64 * 8.0 / span.as_secs_f64();
+    eprintln!(
+        "tbf {} Mb/s: measured {:.2} Mb/s over {span:?} ({n} frames of {LEN} B)",
+        RATE / 1_000_000,
+        measured / 1e6
+    );
+    let ratio = measured / RATE as f64;
+    assert!((0.9..=1.1).contains(&ratio), "measured {:.1} Mb/s against a limit of 100 Mb/s", measured / 1e6);
+}
