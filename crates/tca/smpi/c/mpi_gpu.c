@@ -99,7 +99,10 @@ static void fail(const char* what, const char* detail)
   PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* Reads the configuration once per rank (each rank has its own copy of these globals). */
+/* Reads the configuration once. SMPI privatizes the program's globals, not this library's: the
+ * configuration and the request table below are shared by every rank of the process. Ranks
+ * are actors that never run at the same time, but any call that charges time (sg_actor_sleep_for)
+ * or enters MPI lets the others run: no pointer into the table is kept across one. */
 static void load_config(void)
 {
   static int loaded = 0;
@@ -289,7 +292,8 @@ static void remember(MPI_Request r, const void* buf, size_t bytes, int is_send, 
   armed_count += p.armed;
 }
 
-/* A request finished: charge its GPU receive, if it was one. */
+/* A request finished: charge its GPU receive, if it was one. The table is left before the
+ * charge: charging sleeps, other ranks run and may grow (move) the table meanwhile. */
 static void completed(MPI_Request r)
 {
   struct pending* p = find(r);
@@ -297,9 +301,10 @@ static void completed(MPI_Request r)
     return;
   p->armed = 0;
   armed_count--;
-  charge(gpu_share(p->bytes, 0));
+  size_t bytes = p->bytes;
   if (!p->persistent)
     forget(p);
+  charge(gpu_share(bytes, 0));
 }
 
 static void started(MPI_Request r)
