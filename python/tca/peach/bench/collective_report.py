@@ -176,7 +176,8 @@ def text(result: Result, op: str, title: str, summary_rows: list[Row]) -> str:
 
 def plot(rows: list[Row], path: str | Path, title: str) -> None:
     """One panel per node count: time against size, TCA solid, MPI dashed; a last panel with
-    the ratios against the node count (the seed's claims). The barrier: time against nodes."""
+    the ratios against the node count (the seed's claims). One size only, and the barrier:
+    time against nodes (and the ratios)."""
     path = check_path(path)
     import matplotlib
 
@@ -185,12 +186,23 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
 
     means = [r for r in rows if r.unit == "us" and " max" not in r.series]
     by_size = [r for r in means if r.x_unit == "B"]
-    counts = node_counts(by_size)
-    if by_size:
-        last = [r for r in rows if r.x_unit == "nodes" and r.unit == "x"]
+    ratios = [r for r in rows if r.x_unit == "nodes" and r.unit == "x"]
+    against_nodes: list[list[Row]] = []  # panels with the node count on the x axis
+    if len({r.x for r in by_size}) == 1:
+        # One size: a panel per node count would hold one point; draw time against nodes.
+        times = [
+            replace(r, series=f"{r.series.rsplit(' (', 1)[0]}, {size_text(int(r.x))}", x=n, x_unit="nodes")
+            for n in node_counts(by_size)
+            for r in per_nodes(by_size, n)
+        ]
+        by_size, against_nodes = [], [times, ratios]
+    elif by_size:
+        against_nodes = [ratios]
     else:
-        last = [r for r in means if r.x_unit == "nodes"]
-    panels = len(counts) + (1 if last else 0)
+        against_nodes = [[r for r in means if r.x_unit == "nodes"]]
+    against_nodes = [p for p in against_nodes if p]
+    counts = node_counts(by_size)
+    panels = len(counts) + len(against_nodes)
     fig, axes = plt.subplots(max(panels, 1), 1, figsize=(7.5, 3.8 * max(panels, 1)), squeeze=False)
     for ax, n in zip(axes[:, 0], counts, strict=False):
         _lines(ax, per_nodes(by_size, n))
@@ -198,11 +210,10 @@ def plot(rows: list[Row], path: str | Path, title: str) -> None:
         ax.set_ylabel("Latency (us)")
         ax.set_yscale("log")
         ax.set_title(f"{n} nodes", fontsize=9)
-    if last:
-        ax = axes[-1, 0]
-        _lines(ax, last)
+    for ax, panel in zip(axes[len(counts) :, 0], against_nodes, strict=True):
+        _lines(ax, panel)
         ax.set_xlabel("Nodes")
-        ax.set_ylabel("Latency (us)" if last[0].unit == "us" else "Ratio (x)")
+        ax.set_ylabel("Latency (us)" if panel[0].unit == "us" else "Ratio (x)")
     first = axes[0, 0]
     first.set_title(
         textwrap.fill(title, 80) + ("\n" + first.get_title() if first.get_title() else ""), fontsize=9
