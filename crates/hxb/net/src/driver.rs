@@ -18,7 +18,11 @@ use ether_net::{write_header, MacAddr, PacketSocket, HEADER_LEN as ETH_LEN};
 use hxb_proto::{Coord, Disposition, Event, Header, HeaderView, Node, Stats, HEADER_LEN};
 
 use crate::endpoint::PortSpec;
+use crate::faults::{Fate, Injector};
 use crate::pool::Pool;
+
+/// A message and the node it goes to or comes from.
+pub(crate) type Message = (Coord, Vec<u8>);
 
 /// What the application may see of the driver.
 #[derive(Debug, Clone, Default)]
@@ -53,8 +57,9 @@ pub(crate) struct Driver {
     /// Index into `links` by protocol port.
     by_port: HashMap<u16, usize>,
     pool: Pool,
-    commands: Receiver<(Coord, Vec<u8>)>,
-    messages: Sender<(Coord, Vec<u8>)>,
+    faults: Option<Injector>,
+    commands: Receiver<Message>,
+    messages: Sender<Message>,
     /// Messages being assembled, by sender.
     partial: HashMap<Coord, Vec<u8>>,
     shared: Arc<Shared>,
@@ -71,8 +76,8 @@ impl Driver {
         ports: Vec<PortSpec>,
         sockets: Vec<PacketSocket>,
         buffers: u32,
-        commands: Receiver<(Coord, Vec<u8>)>,
-        messages: Sender<(Coord, Vec<u8>)>,
+        faults: Option<Injector>,
+        (commands, messages): (Receiver<Message>, Sender<Message>),
         shared: Arc<Shared>,
     ) -> Driver {
         let links: Vec<Link> = ports
@@ -87,6 +92,7 @@ impl Driver {
             links,
             by_port,
             pool,
+            faults,
             commands,
             messages,
             partial: HashMap::new(),
@@ -190,13 +196,21 @@ impl Driver {
             if len > hxb.len() {
                 continue;
             }
-            let Some(id) = self.pool.store(&hxb[..len]) else {
-                self.pool_drops += 1; // every buffer held: the sender retransmits
-                continue;
+            let fate = self.faults.as_mut().map_or(Fate::Once, |f| f.decide(port));
+            let copies = match fate {
+                Fate::Drop => 0,
+                Fate::Once => 1,
+                Fate::Twice => 2,
             };
-            match self.node.handle_frame(now, port, id, self.pool.get(id)) {
-                Ok(Disposition::Held) => {}
-                Ok(Disposition::Free) | Err(_) => self.pool.release(id),
+            for _ in 0..copies {
+                let Some(id) = self.pool.store(&hxb[..len]) else {
+                    self.pool_drops += 1; // every buffer held: the sender retransmits
+                    continue;
+                };
+                match self.node.handle_frame(now, port, id, self.pool.get(id)) {
+                    Ok(Disposition::Held) => {}
+                    Ok(Disposition::Free) | Err(_) => self.pool.release(id),
+                }
             }
         }
         Ok(true)

@@ -11,7 +11,8 @@ use ether_net::{run_in, MacAddr, PacketSocket, RingSpec};
 use hxb_proto::{Config, Coord, Node, Stats};
 
 use crate::driver::{Driver, Shared, Status};
-use crate::HxbNetError;
+use crate::faults::Injector;
+use crate::{HxbNetError, RxFaults};
 
 /// One link of this node: hxb-proto port `port` (`dim * k + link`) is interface `ifname`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,8 @@ pub struct EndpointConfig {
     pub ring: RingSpec,
     /// Receive buffers in the pool (at least 32 per peer for a full window, plus relays).
     pub buffers: u32,
+    /// Faults injected on receipt (tests); `None` in normal use.
+    pub faults: Option<RxFaults>,
 }
 
 impl EndpointConfig {
@@ -45,7 +48,7 @@ impl EndpointConfig {
     /// reach the driver sooner under load) and 1,024 receive buffers.
     pub fn new(node: Config, netns: &str, ports: Vec<PortSpec>) -> Self {
         let ring = RingSpec { block_size: 64 * 1024, block_count: 256, retire_ms: 1 };
-        Self { node, netns: netns.to_string(), ports, ring, buffers: 1024 }
+        Self { node, netns: netns.to_string(), ports, ring, buffers: 1024, faults: None }
     }
 }
 
@@ -78,6 +81,7 @@ impl Endpoint {
         if cfg.buffers == 0 {
             return Err(HxbNetError::Config("the receive pool needs at least one buffer".into()));
         }
+        let faults = cfg.faults.clone().map(Injector::new).transpose().map_err(HxbNetError::Config)?;
         let ring = cfg.ring;
         let names: Vec<String> = cfg.ports.iter().map(|p| p.ifname.clone()).collect();
         let sockets = run_in(&cfg.netns, move || {
@@ -87,7 +91,8 @@ impl Endpoint {
         let (commands, command_rx) = mpsc::channel();
         let (message_tx, messages) = mpsc::channel();
         let (me, grid) = (cfg.node.coord, cfg.node.grid);
-        let driver = Driver::new(node, cfg.ports, sockets, cfg.buffers, command_rx, message_tx, shared.clone());
+        let channels = (command_rx, message_tx);
+        let driver = Driver::new(node, cfg.ports, sockets, cfg.buffers, faults, channels, shared.clone());
         let thread = std::thread::Builder::new()
             .name(format!("hxb {me}"))
             .spawn(move || driver.run())

@@ -28,7 +28,9 @@
 mod driver;
 pub mod endpoint;
 pub mod error;
+pub mod faults;
 pub mod pool;
 
 pub use endpoint::{Endpoint, EndpointConfig, PortSpec};
 pub use error::HxbNetError;
+pub use faults::RxFaults;

@@ -14,7 +14,7 @@ const LEN: usize = 64 * 1024;
 fn run(k: u8) {
     let Some(mut tb) = common::testbed() else { return };
     let spec = LinkSpec::new(k).mtu(common::IF_MTU).rate(RateLimit::new(RATE));
-    let (mut a, b, _) = common::pair(&mut tb, &spec, 50_000_000_000);
+    let (mut a, b, _) = common::pair(&mut tb, &spec, 50_000_000_000, None);
     // About 0.8 s of traffic at full rate.
     let count = 300 * usize::from(k);
     let took = common::stream(&mut a, &b, count, LEN, Duration::from_secs(5));

@@ -23,7 +23,7 @@ fn refusals_are_one_line_errors() {
     assert!(e.to_string().contains("outside"), "{e}");
 
     let Some(mut tb) = common::testbed() else { return };
-    let (mut a, _b, _) = common::pair(&mut tb, &LinkSpec::new(1).mtu(common::IF_MTU), 1_000_000_000);
+    let (mut a, _b, _) = common::pair(&mut tb, &LinkSpec::new(1).mtu(common::IF_MTU), 1_000_000_000, None);
     assert_eq!(a.send(common::A, b"x").unwrap_err().to_string(), "cannot send to (0,0,0): this node itself");
     assert_eq!(a.send(Coord::new(0, 1, 0), b"x").unwrap_err().to_string(), "cannot send to (0,1,0): outside the grid");
     assert!(a.flush(Duration::from_millis(100)).unwrap());

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use ether_net::{LinkSpec, Testbed};
-use hxb_net::{Endpoint, EndpointConfig, PortSpec};
+use hxb_net::{Endpoint, EndpointConfig, PortSpec, RxFaults};
 use hxb_proto::{Config, Coord, Grid, HEADER_LEN};
 
 pub const A: Coord = Coord::new(0, 0, 0);
@@ -23,8 +23,14 @@ pub fn testbed() -> Option<Testbed> {
     Some(Testbed::new().expect("testbed"))
 }
 
-/// Namespaces a and b joined by `spec`, and the endpoints of A (in a) and B (in b).
-pub fn pair(tb: &mut Testbed, spec: &LinkSpec, rto_ps: u64) -> (Endpoint, Endpoint, Vec<(String, String)>) {
+/// Namespaces a and b joined by `spec`, and the endpoints of A (in a) and B (in b), each with
+/// receive faults `faults` if given.
+pub fn pair(
+    tb: &mut Testbed,
+    spec: &LinkSpec,
+    rto_ps: u64,
+    faults: Option<RxFaults>,
+) -> (Endpoint, Endpoint, Vec<(String, String)>) {
     let na = tb.add_namespace("a").unwrap();
     let nb = tb.add_namespace("b").unwrap();
     let link = tb.add_link(&na, &nb, spec).unwrap();
@@ -43,8 +49,14 @@ pub fn pair(tb: &mut Testbed, spec: &LinkSpec, rto_ps: u64) -> (Endpoint, Endpoi
     let ports_b = link.pairs.iter().enumerate();
     let ports_b =
         ports_b.map(|(i, p)| PortSpec { port: i as u16, ifname: p.b.ifname.clone(), neighbours: vec![(A, p.a.mac)] });
-    let ea = Endpoint::start(EndpointConfig::new(cfg(A), &na, ports_a.collect())).unwrap();
-    let eb = Endpoint::start(EndpointConfig::new(cfg(B), &nb, ports_b.collect())).unwrap();
+    let mut ca = EndpointConfig::new(cfg(A), &na, ports_a.collect());
+    let mut cb = EndpointConfig::new(cfg(B), &nb, ports_b.collect());
+    // The same probabilities at both ends (DATA lost on the way out, ACKs on the way back),
+    // different draws.
+    ca.faults = faults.clone();
+    cb.faults = faults.map(|f| RxFaults { seed: f.seed + 1, ..f });
+    let ea = Endpoint::start(ca).unwrap();
+    let eb = Endpoint::start(cb).unwrap();
     let names = link.pairs.iter().map(|p| (na.clone(), p.a.ifname.clone())).collect();
     (ea, eb, names)
 }
