@@ -6,7 +6,6 @@
 //! buffer of the rank's node is pinned host or GPU memory by the address the model gives it,
 //! any other is pageable memory of the program.
 
-use crate::copy_time::CopyModel;
 use crate::world::World;
 use base::SimTime;
 use tca_model::router::Target;
@@ -71,7 +70,8 @@ impl World {
         if len == 0 {
             return Ok(SimTime::ZERO);
         }
-        let model = CopyModel::new(&self.platform).map_err(|e| FabricError::with_detail(TcaError::InvalidHandle, e))?;
+        let model =
+            self.copy_model.as_ref().map_err(|e| FabricError::with_detail(TcaError::InvalidHandle, e.clone()))?;
         let n = usize::try_from(len).map_err(|_| TcaError::TooLarge)?;
         // SAFETY: see above; every rank waits in a call while the world runs, so the program
         // does not touch the bytes during the copy.

@@ -6,6 +6,7 @@
 //! ([`Wait`]) is answered when the simulation reaches the time its condition holds.
 
 use crate::actions::{table_bytes, Pending, PendingTable, RESERVED};
+use crate::copy_time::CopyModel;
 use crate::memory::Memory;
 use base::{SimTime, Trace};
 use tca_model::platform::Platform;
@@ -150,6 +151,9 @@ pub(crate) struct World {
     pub(crate) memory_changes: Vec<u64>,
     pub(crate) control_changes: Vec<u64>,
     pub(crate) trace: Option<Trace>,
+    /// The platform's `cudaMemcpy` parameters, resolved once (or why they cannot be: a
+    /// platform without CUDA baselines still runs TCA programs).
+    pub(crate) copy_model: Result<CopyModel, String>,
 }
 
 impl World {
@@ -191,6 +195,7 @@ impl World {
             memory_changes: vec![0; nodes as usize],
             control_changes: vec![0; nodes as usize],
             trace,
+            copy_model: CopyModel::new(platform),
         })
     }
 
