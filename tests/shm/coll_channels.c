@@ -16,24 +16,7 @@ enum { BYTES = 4096, GATHER = 64 << 10 };
 static int me, n, failures;
 static unsigned char *src, *dst;
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    tcaresult r_ = (call);                                                                 \
-    if (r_ != TCA_SUCCESS) {                                                               \
-      printf("rank %d: %s: %s\n", me, #call, tcaGetErrorString(r_));                       \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
-
-#define EXPECT(cond, ...)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      failures++;                                                                          \
-      printf("rank %d: ", me);                                                             \
-      printf(__VA_ARGS__);                                                                 \
-      printf("\n");                                                                        \
-    }                                                                                      \
-  } while (0)
+#include "coll_check.h"
 
 /* Clears dst, kicks channel 0 and waits; checks the code and whether dst then holds src. */
 static void kick(const char *when, tcaresult want)

@@ -18,25 +18,7 @@
 
 static int me, n, failures;
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    tcaresult r_ = (call);                                                                 \
-    if (r_ != TCA_SUCCESS) {                                                               \
-      printf("rank %d: %s: %s\n", me, #call, tcaGetErrorString(r_));                       \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
-
-#define EXPECT(cond, ...)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      if (failures++ < 10) {                                                               \
-        printf("rank %d: ", me);                                                           \
-        printf(__VA_ARGS__);                                                               \
-        printf("\n");                                                                      \
-      }                                                                                    \
-    }                                                                                      \
-  } while (0)
+#include "coll_check.h"
 
 /* Rank r's element i for operator op: small values, so that sums and products of 16 ranks
  * stay inside every type (no overflow to differ on). */
