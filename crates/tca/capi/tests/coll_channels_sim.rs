@@ -4,21 +4,13 @@
 //! nothing) until the program registers its chain again; channels outside `TCA_COLL_CHANNELS`
 //! are left alone.
 
-use std::cell::RefCell;
 use std::ffi::c_void;
-use std::path::Path;
-use std::sync::{Arc, Once};
 use tca::api::*;
 use tca::coll::*;
 use tca::desc_table::*;
 use tca::results::TCA_ERROR_CHANNEL_TAKEN;
-use tca_model::platform::Platform;
-use tca_proto::{Fabric, FabricResult};
-use tca_sim::{SimJob, SimRank};
 
-thread_local! {
-    static PART: RefCell<Option<(Arc<SimJob>, u32)>> = const { RefCell::new(None) };
-}
+mod common;
 
 const CPU: i32 = 0;
 const INT: i32 = 4 << 8 | 6;
@@ -28,33 +20,16 @@ const BYTES: usize = 4096;
 /// Bytes per rank of the allgather: DMA in the library (docs/collectives.md).
 const GATHER: usize = 64 << 10;
 
+/// Runs `program(rank, ranks)` between `tcaInit` and `tcaFinalize` on every rank; their
+/// lines, rank by rank.
 fn run(ranks: u32, program: fn(i32, i32) -> Vec<String>) -> Vec<String> {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        tca::set_fabric_factory("sim", || -> FabricResult<Box<dyn Fabric>> {
-            let (job, rank) = PART.with(|p| p.borrow().clone()).expect("the thread plays a rank");
-            Ok(Box::new(SimRank::new(job, rank)?))
-        })
-        .unwrap();
-        // SAFETY: set before any rank thread starts.
-        unsafe { std::env::set_var("TCA_FABRIC", "sim") };
+    let (lines, _) = common::run(ranks, move |r, _| {
+        assert_eq!(tcaInit(), 0);
+        let out = program(r as i32, ranks as i32);
+        assert_eq!(tcaFinalize(), 0);
+        out
     });
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/ha-pacs-tca.toml");
-    let job = SimJob::new(&Platform::load(&path).unwrap(), ranks, false).unwrap();
-    let threads: Vec<_> = (0..ranks)
-        .map(|r| {
-            let job = job.clone();
-            std::thread::spawn(move || {
-                PART.with(|p| *p.borrow_mut() = Some((job.clone(), r)));
-                assert_eq!(tcaInit(), 0);
-                let out = program(r as i32, ranks as i32);
-                assert_eq!(tcaFinalize(), 0);
-                job.finish(r);
-                out
-            })
-        })
-        .collect();
-    threads.into_iter().flat_map(|t| t.join().expect("rank thread")).collect()
+    lines.into_iter().flatten().collect()
 }
 
 /// A rank's chain on its own node: `BYTES` from `src` to `dst` (both tcaMalloc'd).

@@ -2,20 +2,15 @@
 //! results on host, tcaMalloc'd and device buffers, in place, PIO and DMA sizes, non-power-of-two
 //! node counts, and the errors of bad and mismatched arguments.
 
-use std::cell::RefCell;
 use std::ffi::c_void;
-use std::path::Path;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use tca::api::*;
 use tca::coll::*;
 use tca::results::{TCA_ERROR_COLL_MISMATCH, TCA_ERROR_INVALID_OP};
-use tca_model::platform::Platform;
-use tca_proto::{Fabric, FabricResult, TcaError};
-use tca_sim::{SimJob, SimRank};
+use tca_proto::TcaError;
+use tca_sim::SimJob;
 
-thread_local! {
-    static PART: RefCell<Option<(Arc<SimJob>, u32)>> = const { RefCell::new(None) };
-}
+mod common;
 
 const INT: i32 = 4 << 8 | 6;
 const DOUBLE: i32 = 8 << 8 | 13;
@@ -25,37 +20,14 @@ const BXOR: i32 = 8;
 const CPU: i32 = 0;
 const GPU: i32 = 1;
 
-fn register() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        tca::set_fabric_factory("sim", || -> FabricResult<Box<dyn Fabric>> {
-            let (job, rank) = PART.with(|p| p.borrow().clone()).expect("the thread plays a rank");
-            Ok(Box::new(SimRank::new(job, rank)?))
-        })
-        .unwrap();
-        // SAFETY: set before any rank thread starts.
-        unsafe { std::env::set_var("TCA_FABRIC", "sim") };
-    });
-}
-
+/// Runs `program(rank, ranks)` between `tcaInit` and `tcaFinalize` on every rank.
 fn run<T: Send + 'static>(ranks: u32, program: fn(i32, i32) -> T) -> (Vec<T>, Arc<SimJob>) {
-    register();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/ha-pacs-tca.toml");
-    let job = SimJob::new(&Platform::load(&path).unwrap(), ranks, false).unwrap();
-    let threads: Vec<_> = (0..ranks)
-        .map(|r| {
-            let job = job.clone();
-            std::thread::spawn(move || {
-                PART.with(|p| *p.borrow_mut() = Some((job.clone(), r)));
-                assert_eq!(tcaInit(), 0);
-                let out = program(r as i32, ranks as i32);
-                assert_eq!(tcaFinalize(), 0);
-                job.finish(r);
-                out
-            })
-        })
-        .collect();
-    (threads.into_iter().map(|t| t.join().expect("rank thread")).collect(), job)
+    common::run(ranks, move |r, _| {
+        assert_eq!(tcaInit(), 0);
+        let out = program(r as i32, ranks as i32);
+        assert_eq!(tcaFinalize(), 0);
+        out
+    })
 }
 
 fn ints(v: &[u8]) -> Vec<i32> {
@@ -155,8 +127,7 @@ fn an_8_byte_allreduce_takes_about_half_the_mpi_time() {
         // SAFETY: live locals.
         unsafe {
             assert_eq!(tcaCollAllreduce(x.as_ptr().cast(), y.as_mut_ptr().cast(), 1, DOUBLE, SUM), 0);
-            let (me, job) = PART.with(|p| p.borrow().clone()).map(|(j, r)| (r, j)).unwrap();
-            let _ = me;
+            let job = common::this_job();
             t[0] = job.now().as_us_f64();
             for _ in 0..20 {
                 assert_eq!(tcaCollAllreduce(x.as_ptr().cast(), y.as_mut_ptr().cast(), 1, DOUBLE, SUM), 0);

@@ -3,21 +3,15 @@
 //! `tcaCreateHandle(tcaMemoryGPU)` takes, a CUDA call before `tcaInit` joins the job, data
 //! really moves, and `cudaMemcpy` takes the time of the PCIe model.
 
-use std::cell::RefCell;
 use std::ffi::c_void;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Once};
 use tca::api::*;
 use tca::cuda::*;
-use tca_model::platform::Platform;
-use tca_proto::{DmaFlags, Fabric, FabricResult, TcaError};
-use tca_sim::{SimJob, SimRank};
 
-thread_local! {
-    /// The job and rank this thread plays.
-    static PART: RefCell<Option<(Arc<SimJob>, u32)>> = const { RefCell::new(None) };
-}
+mod common;
+use common::run;
+use tca_proto::{DmaFlags, TcaError};
+use tca_sim::SimJob;
 
 const CPU: i32 = 0;
 const GPU: i32 = 1;
@@ -27,42 +21,6 @@ const H2D: i32 = 1;
 const D2H: i32 = 2;
 const D2D: i32 = 3;
 const DEFAULT: i32 = 4;
-
-fn platform() -> Platform {
-    Platform::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/ha-pacs-tca.toml")).unwrap()
-}
-
-/// Registers the simulated fabric once: each thread's rank is the one `PART` names.
-fn register() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        tca::set_fabric_factory("sim", || -> FabricResult<Box<dyn Fabric>> {
-            let (job, rank) = PART.with(|p| p.borrow().clone()).expect("the thread plays a rank");
-            Ok(Box::new(SimRank::new(job, rank)?))
-        })
-        .unwrap();
-        // SAFETY: set before any rank thread starts; nothing else reads the environment then.
-        unsafe { std::env::set_var("TCA_FABRIC", "sim") };
-    });
-}
-
-/// Runs `program(rank)` on every rank of a new job, one thread each.
-fn run<T: Send + 'static>(ranks: u32, program: fn(u32, &SimJob) -> T) -> (Vec<T>, Arc<SimJob>) {
-    register();
-    let job = SimJob::new(&platform(), ranks, false).unwrap();
-    let threads: Vec<_> = (0..ranks)
-        .map(|r| {
-            let job = job.clone();
-            std::thread::spawn(move || {
-                PART.with(|p| *p.borrow_mut() = Some((job.clone(), r)));
-                let out = program(r, &job);
-                job.finish(r);
-                out
-            })
-        })
-        .collect();
-    (threads.into_iter().map(|t| t.join().expect("rank thread")).collect(), job)
-}
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
