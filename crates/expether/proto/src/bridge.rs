@@ -12,16 +12,20 @@
 //! with backlogs therefore share the link in proportion to bytes, and each frame takes every
 //! TLP queued for its destination up to `max_tlps` and `max_frame` (§3.4.2).
 //!
-//! The link: with `line_rate` set, the bridge paces itself at that rate, counting each frame's
-//! Ethernet overhead (FCS, preamble, inter-frame gap, padding), and offers the next frame as
-//! soon as the previous one has left, never later (no aggregation wait, §3.4.2). With
-//! `line_rate` 0 the caller's link takes every frame when asked. With rate control
+//! The links: with `line_rate` set, the bridge paces each of its `paths` Ethernet ports at that
+//! rate, counting each frame's Ethernet overhead (FCS, preamble, inter-frame gap, padding), and
+//! offers the next frame as soon as its port is free, never later (no aggregation wait,
+//! §3.4.2). With `line_rate` 0 the caller's links take every frame when asked. Multipath
+//! (§3.3.1, §4.1): DATA frame `seq` leaves on port `seq % paths`, so consecutive frames go
+//! round robin over the ports and a retransmission takes its frame's port again; ACKs take the
+//! first free port; the receiver reorders ([`crate::gbn::Receiver`]). Both ends of a connection
+//! use the same number of paths. With rate control
 //! ([`crate::rate`]) a destination is also ready only once its rate allows its next frame;
 //! TLPs queued meanwhile join that frame.
 
 use crate::error::ExpError;
-use crate::gbn::{AckOutcome, Receiver, Sender};
-use crate::header::{tlps, FrameView, Header, Kind, Mac, HEADER_LEN, MAX_VLAN, MIN_FRAME, TLP_PREFIX};
+use crate::gbn::{AckOutcome, Arrival, Receiver, Sender};
+use crate::header::{tlps, FrameView, Header, Kind, Mac, Tlps, HEADER_LEN, MAX_VLAN, MIN_FRAME, TLP_PREFIX};
 use crate::outbox::Outbox;
 use crate::rate::{RateConfig, RateControl};
 use std::collections::{BTreeMap, VecDeque};
@@ -59,6 +63,9 @@ pub struct Config {
     /// Delay-based rate control per destination ([`crate::rate`]); `None` sends each
     /// destination's frames as fast as the link and the window allow. Needs `line_rate`.
     pub rate_control: Option<RateConfig>,
+    /// Ethernet ports (paths) the bridge sends over round robin, each at `line_rate`
+    /// (1..=16; the seed's prototype has 2, "no limit on the number of ports", §3.3.1).
+    pub paths: u8,
 }
 
 impl Config {
@@ -78,6 +85,7 @@ impl Config {
             line_rate: 1_250_000_000,
             quantum: 1518,
             rate_control: None,
+            paths: 1,
         }
     }
 
@@ -91,6 +99,9 @@ impl Config {
         }
         if self.dup_acks == 0 || self.max_tlps == 0 || self.quantum == 0 || self.rto_ps == 0 {
             return bad("dup_acks, max_tlps, quantum and rto_ps must be at least 1");
+        }
+        if !(1..=16).contains(&self.paths) {
+            return bad("paths must be 1..=16");
         }
         if self.max_frame < HEADER_LEN + TLP_PREFIX + 1 || self.max_frame > u16::MAX as usize {
             return bad("max_frame must hold a header and a TLP and fit 16 bits");
@@ -118,6 +129,8 @@ pub struct Transmit {
     pub len: usize,
     /// Bytes it takes on the wire, with padding, FCS, preamble and gap.
     pub wire_bytes: usize,
+    /// The Ethernet port (path) it leaves on, `0..paths`.
+    pub path: usize,
 }
 
 /// A TLP delivered in order, written at the start of the caller's buffer.
@@ -160,8 +173,10 @@ pub struct Stats {
     pub timeout_rounds: u64,
     /// TLPs delivered in order.
     pub tlps_delivered: u64,
-    /// DATA frames received out of order or again (discarded).
+    /// DATA frames received again, early on one path or beyond the window (discarded).
     pub discarded: u64,
+    /// DATA frames that arrived early over multipath and waited in the reorder buffer.
+    pub reordered: u64,
     /// TLPs dropped because their path failed.
     pub tlps_dropped: u64,
 }
@@ -185,7 +200,8 @@ pub struct Bridge {
     peers: BTreeMap<Mac, Peer>,
     /// The destination served last by round robin.
     cursor: Option<Mac>,
-    link_free_at: u64,
+    /// When each port is free for the next frame [ps].
+    link_free_at: Vec<u64>,
     rx_bytes: VecDeque<u8>,
     rx_tlps: VecDeque<(Mac, usize)>,
     events: VecDeque<Event>,
@@ -199,11 +215,12 @@ impl Bridge {
     /// [`ExpError::Config`] for a configuration outside the documented ranges.
     pub fn new(cfg: Config) -> Result<Bridge, ExpError> {
         cfg.check()?;
+        let ports = usize::from(cfg.paths);
         Ok(Bridge {
             cfg,
             peers: BTreeMap::new(),
             cursor: None,
-            link_free_at: 0,
+            link_free_at: vec![0; ports],
             rx_bytes: VecDeque::new(),
             rx_tlps: VecDeque::new(),
             events: VecDeque::new(),
@@ -292,17 +309,27 @@ impl Bridge {
             return Err(ExpError::OtherVlan(h.vlan, self.cfg.vlan));
         }
         let list = if h.kind == Kind::Data { Some(tlps(&h, frame)?) } else { None };
-        let (rto, dup_acks) = (self.cfg.rto_ps, self.cfg.dup_acks);
-        let p = self.peer(h.src);
+        let (rto, dup_acks, paths, window) = (self.cfg.rto_ps, self.cfg.dup_acks, self.cfg.paths, self.cfg.window);
+        self.peer(h.src);
+        let p = self.peers.get_mut(&h.src).expect("created above");
         if let Some(list) = list {
-            if p.rx.on_data(h.seq) {
-                for tlp in list {
-                    self.rx_bytes.extend(tlp);
-                    self.rx_tlps.push_back((h.src, tlp.len()));
-                    self.stats.tlps_delivered += 1;
+            match p.rx.on_data(h.seq, frame, u32::from(paths), window) {
+                Arrival::Deliver => {
+                    let mut deliver = |list: Tlps<'_>| {
+                        for tlp in list {
+                            self.rx_bytes.extend(tlp);
+                            self.rx_tlps.push_back((h.src, tlp.len()));
+                            self.stats.tlps_delivered += 1;
+                        }
+                    };
+                    deliver(list);
+                    // Frames held in the reorder buffer that this one put in order.
+                    while let Some(f) = p.rx.take_ready() {
+                        deliver(Header::parse(f).and_then(|held| tlps(&held, f)).expect("checked when it arrived"));
+                    }
                 }
-            } else {
-                self.stats.discarded += 1;
+                Arrival::Held => self.stats.reordered += 1,
+                Arrival::Discard => self.stats.discarded += 1,
             }
         }
         let p = self.peers.get_mut(&h.src).expect("created above");
@@ -342,6 +369,10 @@ impl Bridge {
 
     /// A retransmission round to `mac` started; `losses` in a row may fail the path.
     fn lost(&mut self, mac: Mac, losses: u32, now: u64) {
+        if let Some(rc) = &self.cfg.rate_control {
+            let p = self.peers.get_mut(&mac).expect("a known peer");
+            p.rate.on_loss(rc, self.cfg.line_rate);
+        }
         if self.cfg.failure_losses == 0 || losses < self.cfg.failure_losses {
             return;
         }
@@ -356,43 +387,58 @@ impl Bridge {
     }
 
     /// The next frame to send at `now` [ps], written into `buf`, or `None` when there is
-    /// nothing to send or the link is still busy (see [`Bridge::poll_timeout`]).
+    /// nothing to send or its port is still busy (see [`Bridge::poll_timeout`]).
     ///
     /// # Panics
     /// If `buf` is shorter than `max_frame`.
     pub fn poll_transmit(&mut self, now: u64, buf: &mut [u8]) -> Option<Transmit> {
         assert!(buf.len() >= self.cfg.max_frame, "transmit buffer shorter than max_frame");
-        if self.cfg.line_rate > 0 && now < self.link_free_at {
-            return None;
-        }
-        let (to, len) = self.next_frame(now, buf)?;
+        let (to, len, path) = self.next_frame(now, buf)?;
         let wire_bytes = len.max(MIN_FRAME) + WIRE_OVERHEAD;
         if self.cfg.line_rate > 0 {
             let ps = (wire_bytes as u128 * 1_000_000_000_000).div_ceil(self.cfg.line_rate as u128);
-            self.link_free_at = now + ps as u64;
+            self.link_free_at[path] = now + ps as u64;
         }
-        Some(Transmit { to, len, wire_bytes })
+        Some(Transmit { to, len, wire_bytes, path })
     }
 
-    fn next_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(Mac, usize)> {
+    /// The port DATA frame `seq` leaves on.
+    fn path_of(&self, seq: u32) -> usize {
+        (seq % u32::from(self.cfg.paths)) as usize
+    }
+
+    /// Whether `path` can take a frame at `now`.
+    fn free(&self, path: usize, now: u64) -> bool {
+        self.cfg.line_rate == 0 || now >= self.link_free_at[path]
+    }
+
+    fn next_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(Mac, usize, usize)> {
         let (mac, vlan) = (self.cfg.mac, self.cfg.vlan);
+        let any_free = (0..self.link_free_at.len()).find(|&q| self.free(q, now))?;
         if let Some((&to, p)) = self.peers.iter_mut().find(|(_, p)| p.rx.ack_pending) {
             p.rx.ack_pending = false;
             let h = Header { dst: to, src: mac, vlan, kind: Kind::Ack, count: 0, seq: 0, ack: p.rx.expected(), len: 0 };
             h.emit(buf);
             self.stats.acks += 1;
-            return Some((to, HEADER_LEN));
+            return Some((to, HEADER_LEN, any_free));
         }
-        if let Some((&to, p)) = self.peers.iter_mut().find(|(_, p)| !p.failed && p.tx.resend_pending()) {
+        let resend = self.peers.iter().find_map(|(&m, p)| {
+            let seq = p.tx.next_resend_seq().filter(|_| !p.failed)?;
+            self.free(self.path_of(seq), now).then_some((m, seq))
+        });
+        if let Some((to, seq)) = resend {
+            let path = self.path_of(seq);
+            let p = self.peers.get_mut(&to).expect("found above");
             let ack = p.rx.expected();
             let f = p.tx.next_resend().expect("pending");
             FrameView::new_checked(&mut f[..]).expect("a stored frame").set_ack(ack);
             buf[..f.len()].copy_from_slice(f);
             self.stats.retransmitted += 1;
-            return Some((to, f.len()));
+            return Some((to, f.len(), path));
         }
         let to = self.pick(now)?;
         let (max_tlps, max_frame, rto) = (self.cfg.max_tlps as usize, self.cfg.max_frame, self.cfg.rto_ps);
+        let path = self.path_of(self.peers[&to].tx.next_seq());
         let p = self.peers.get_mut(&to).expect("picked");
         let (count, end) = p.out.fill(buf, HEADER_LEN, max_frame, max_tlps);
         if p.out.is_empty() {
@@ -412,13 +458,19 @@ impl Bridge {
         self.cursor = Some(to);
         self.stats.data_frames += 1;
         self.stats.tlps_sent += count as u64;
-        Some((to, end))
+        Some((to, end, path))
     }
 
     /// Deficit round robin over the ready destinations (see the module docs).
     fn pick(&mut self, now: u64) -> Option<Mac> {
         let window = self.cfg.window as usize;
-        let ready = |p: &Peer| !p.failed && !p.out.is_empty() && p.tx.can_send_new(window) && p.next_at <= now;
+        let ready = |p: &Peer| {
+            !p.failed
+                && !p.out.is_empty()
+                && p.tx.can_send_new(window)
+                && p.next_at <= now
+                && self.free(self.path_of(p.tx.next_seq()), now)
+        };
         // Round-robin order: the destinations after the cursor, then the rest.
         let order = |peers: &BTreeMap<Mac, Peer>, cursor: Option<Mac>| -> Vec<Mac> {
             let (mut later, mut earlier): (Vec<Mac>, Vec<Mac>) =
@@ -466,26 +518,25 @@ impl Bridge {
     }
 
     /// When [`Bridge::handle_timeout`] (or another [`Bridge::poll_transmit`]) is next due [ps]:
-    /// the earliest retransmission deadline, or the time the link is free again when a frame is
-    /// waiting for it.
+    /// the earliest retransmission deadline, or the time a frame's port is free again when the
+    /// frame is waiting for it.
     pub fn poll_timeout(&self) -> Option<u64> {
         let window = self.cfg.window as usize;
         let rto = self.peers.values().filter(|p| !p.failed).filter_map(|p| p.tx.deadline()).min();
-        let waiting = self.peers.values().any(|p| p.rx.ack_pending || (!p.failed && p.tx.resend_pending()));
-        // New frames wait for the link and for their destination's rate.
+        if self.cfg.line_rate == 0 {
+            return rto;
+        }
+        let port = |seq: u32| self.link_free_at[self.path_of(seq)];
+        let first_free = self.link_free_at.iter().copied().min().expect("at least one port");
+        let ack = self.peers.values().any(|p| p.rx.ack_pending).then_some(first_free);
+        let resend = self.peers.values().filter(|p| !p.failed).filter_map(|p| p.tx.next_resend_seq().map(port)).min();
+        // New frames wait for their port and for their destination's rate.
         let paced = self
             .peers
             .values()
             .filter(|p| !p.failed && !p.out.is_empty() && p.tx.can_send_new(window))
-            .map(|p| p.next_at)
+            .map(|p| p.next_at.max(port(p.tx.next_seq())))
             .min();
-        let link = if self.cfg.line_rate == 0 {
-            None
-        } else if waiting {
-            Some(self.link_free_at)
-        } else {
-            paced.map(|t| t.max(self.link_free_at))
-        };
-        [rto, link].into_iter().flatten().min()
+        [rto, ack, resend, paced].into_iter().flatten().min()
     }
 }

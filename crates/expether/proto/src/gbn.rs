@@ -99,6 +99,11 @@ impl Sender {
         self.deadline.get_or_insert(now + rto);
     }
 
+    /// The sequence number of the frame [`Sender::next_resend`] would return.
+    pub fn next_resend_seq(&self) -> Option<u32> {
+        self.resend_pending().then(|| self.base.wrapping_add(self.resend as u32))
+    }
+
     /// The next frame of a retransmission round, to be sent again.
     pub fn next_resend(&mut self) -> Option<&mut Vec<u8>> {
         let f = self.inflight.get_mut(self.resend)?;
@@ -171,12 +176,36 @@ impl Sender {
     }
 }
 
+/// What the receiver does with a DATA frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// It is the frame expected next: deliver it, then the frames [`Receiver::take_ready`]
+    /// returns (those it completes from the reorder buffer).
+    Deliver,
+    /// It came early on a multipath connection and waits in the reorder buffer.
+    Held,
+    /// An old frame, one already held, or one beyond the window: dropped.
+    Discard,
+}
+
 /// The receiving half from one peer.
+///
+/// Multipath (§3.3.1 "イーサネットパスの集約"; expether.md §6): frame `seq` travels on path
+/// `seq % paths`, and each path delivers in order, so frames may overtake each other only
+/// across paths. The receiver holds early frames in a reorder buffer of one window and owes
+/// the sender a repeated ACK only when the expected frame is proven lost: a later frame arrived
+/// on the expected frame's own path. On one path every early frame proves that, which is plain
+/// go-back-N. The path rule and the buffer size (one window) are tca's design; the seed gives
+/// neither.
 #[derive(Debug, Clone, Default)]
 pub struct Receiver {
     expected: u32,
     /// An ACK is owed to the peer.
     pub ack_pending: bool,
+    /// Slot `i` holds frame `expected + i` once it has arrived early (slot 0 stays empty).
+    ahead: VecDeque<Option<Vec<u8>>>,
+    /// The frame the last [`Receiver::take_ready`] returned, kept to reuse its buffer.
+    spare: Vec<u8>,
 }
 
 impl Receiver {
@@ -185,16 +214,52 @@ impl Receiver {
         self.expected
     }
 
-    /// A DATA frame `seq` arrived; returns whether it is the expected one (to be delivered).
-    /// Any DATA frame owes an ACK: an old or early one makes it a repeated ACK.
-    pub fn on_data(&mut self, seq: u32) -> bool {
-        self.ack_pending = true;
+    /// Frames held in the reorder buffer.
+    pub fn held(&self) -> usize {
+        self.ahead.iter().flatten().count()
+    }
+
+    /// DATA frame `seq` (its bytes `frame`) arrived over a connection of `paths` paths whose
+    /// window is `window` frames. Every delivered or old frame owes an ACK (an old one makes it
+    /// a repeated ACK, telling the sender what is missing); an early one owes it only when it
+    /// proves the expected frame lost.
+    pub fn on_data(&mut self, seq: u32, frame: &[u8], paths: u32, window: u32) -> Arrival {
         if seq == self.expected {
+            self.ack_pending = true;
             self.expected = self.expected.wrapping_add(1);
-            true
-        } else {
-            false
+            self.ahead.pop_front(); // the expected frame's own slot, empty
+            return Arrival::Deliver;
         }
+        if !after(seq, self.expected) {
+            self.ack_pending = true;
+            return Arrival::Discard;
+        }
+        if seq % paths == self.expected % paths {
+            self.ack_pending = true;
+        }
+        let slot = seq.wrapping_sub(self.expected) as usize;
+        if paths == 1 || slot >= window as usize {
+            return Arrival::Discard;
+        }
+        if self.ahead.len() <= slot {
+            self.ahead.resize(slot + 1, None);
+        }
+        if self.ahead[slot].is_some() {
+            return Arrival::Discard;
+        }
+        let mut held = std::mem::take(&mut self.spare);
+        held.clear();
+        held.extend_from_slice(frame);
+        self.ahead[slot] = Some(held);
+        Arrival::Held
+    }
+
+    /// The next held frame that is now in order, if any; its sequence number is then delivered.
+    pub fn take_ready(&mut self) -> Option<&[u8]> {
+        self.ahead.front()?.as_ref()?;
+        self.spare = self.ahead.pop_front().flatten().expect("checked above");
+        self.expected = self.expected.wrapping_add(1);
+        Some(&self.spare)
     }
 }
 
@@ -226,7 +291,11 @@ mod tests {
     fn sequence_numbers_wrap() {
         assert!(after(0, u32::MAX) && !after(u32::MAX, 0) && !after(5, 5));
         let mut r = Receiver::default();
-        assert!(r.on_data(0) && !r.on_data(0) && !r.on_data(2) && r.on_data(1));
+        let d = |r: &mut Receiver, seq| r.on_data(seq, &[seq as u8], 1, 8);
+        assert_eq!(
+            [d(&mut r, 0), d(&mut r, 0), d(&mut r, 2), d(&mut r, 1)],
+            [Arrival::Deliver, Arrival::Discard, Arrival::Discard, Arrival::Deliver]
+        );
         assert_eq!(r.expected(), 2);
     }
 }

@@ -30,8 +30,12 @@
 //! which host by VLAN id, the hot-plug and hot-remove events a host sees when the system manager
 //! moves a device, and the limits of 4096 hosts and 32 devices per host ([`vswitch`]).
 //!
-//! Not here yet: multipath round robin with a reorder buffer (§3.3.1), recovery of a failed
-//! path, and management frames (§3.3.1 "system management").
+//! Multipath (§3.3.1, §4.1): with [`Config::paths`] > 1 frames go round robin over the ports
+//! and the receiver puts them back in order in a reorder buffer ([`gbn::Receiver`]). A
+//! loss-based controller ([`Law::Loss`]) is there for comparison.
+//!
+//! Not here yet: recovery of a failed path, and management frames (§3.3.1 "system
+//! management").
 //!
 //! # Call order
 //!
@@ -81,5 +85,5 @@ pub mod vswitch;
 pub use bridge::{Bridge, Config, Delivered, Event, Stats, Transmit, WIRE_OVERHEAD};
 pub use error::ExpError;
 pub use header::{FrameView, Header, Kind, Mac, HEADER_LEN, MIN_FRAME};
-pub use rate::{RateConfig, RateControl};
+pub use rate::{Law, RateConfig, RateControl};
 pub use vswitch::{SwitchEvent, VirtualSwitch, MAX_HOSTS, MAX_PORTS};

@@ -16,22 +16,41 @@
 //! - The rate stays within `min_rate..=line_rate`; it starts at the line rate (a dedicated
 //!   Ethernet, §3.3.1).
 //!
+//! For comparison, [`Law::Loss`] is a loss-based controller in the manner of TCP Reno (AIMD):
+//! the rate rises by `increase` of the line rate per decision interval until a retransmission
+//! round, which multiplies it by `decrease` (1/2). It finds the bottleneck only by overflowing
+//! its queue, which is what the seed's delay-based design avoids (§2.2.1).
+//!
 //! The bridge paces each destination's new frames at its rate: a frame of `b` wire bytes makes
 //! the destination wait `b / rate` before its next one (the deficit round robin "at each
 //! destination's rate" of §3.4.3). Retransmissions and ACKs are paced by the link only.
 
+/// What moves the rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Law {
+    /// Queueing delay seen in the ACKs, against the ACK rate (the seed's design).
+    #[default]
+    Delay,
+    /// Loss only: additive increase, multiplicative decrease on a retransmission round.
+    Loss,
+}
+
 /// The knobs of the controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateConfig {
+    /// What moves the rate.
+    pub law: Law,
     /// The lowest rate [bytes/s] (at least 1).
     pub min_rate: u64,
     /// Queueing delay tolerated before the rate falls [ps].
     pub target_queue_ps: u64,
     /// Shortest decision interval [ps] (at least 1).
     pub min_interval_ps: u64,
-    /// Increase per decision, as a fraction of the current rate: numerator over 1024.
+    /// Increase per decision, numerator over 1024: of the current rate ([`Law::Delay`]) or of
+    /// the line rate ([`Law::Loss`]).
     pub increase_1024: u64,
-    /// Decrease factor per decision: numerator over 1024 (1..=1023).
+    /// Decrease factor, numerator over 1024 (1..=1023): applied to the ACK rate per decision
+    /// ([`Law::Delay`]) or to the rate per retransmission round ([`Law::Loss`]).
     pub decrease_1024: u64,
 }
 
@@ -40,6 +59,7 @@ impl Default for RateConfig {
     /// x 7/8 of the ACK rate down.
     fn default() -> Self {
         RateConfig {
+            law: Law::Delay,
             min_rate: 1_250_000,
             target_queue_ps: 2_000_000,
             min_interval_ps: 1_000_000,
@@ -50,6 +70,12 @@ impl Default for RateConfig {
 }
 
 impl RateConfig {
+    /// The loss-based comparison: 10 Mb/s floor, decisions once per base delay (at least
+    /// 1 µs), + 1/64 of the line rate per decision, halved per retransmission round.
+    pub fn loss_based() -> Self {
+        RateConfig { law: Law::Loss, increase_1024: 16, decrease_1024: 512, ..RateConfig::default() }
+    }
+
     /// Whether the knobs are in range.
     pub fn is_valid(&self) -> bool {
         self.min_rate >= 1 && self.min_interval_ps >= 1 && (1..1024).contains(&self.decrease_1024)
@@ -107,6 +133,11 @@ impl RateControl {
         }
         self.ack_rate = ((self.acked - b0) as u128 * 1_000_000_000_000 / dt as u128) as u64;
         self.mark = Some((now, self.acked));
+        if cfg.law == Law::Loss {
+            let step = (line_rate as u128 * cfg.increase_1024 as u128 / 1024) as u64;
+            self.rate = self.rate.saturating_add(step.max(1)).clamp(cfg.min_rate.min(line_rate), line_rate);
+            return;
+        }
         self.rate = if self.queueing > cfg.target_queue_ps {
             // Below what the bottleneck delivered, so the queue drains; a deep queue, twice as fast.
             let deep = if self.queueing > 8 * cfg.target_queue_ps { 2 } else { 1 };
@@ -115,6 +146,15 @@ impl RateControl {
             self.rate.saturating_add((self.rate * cfg.increase_1024 / 1024).max(1))
         }
         .clamp(cfg.min_rate.min(line_rate), line_rate);
+    }
+
+    /// A retransmission round started: a loss-based controller backs off; a delay-based one
+    /// has already acted on the queueing that preceded the loss.
+    pub fn on_loss(&mut self, cfg: &RateConfig, line_rate: u64) {
+        if cfg.law == Law::Loss {
+            let lower = (self.rate as u128 * cfg.decrease_1024 as u128 / 1024) as u64;
+            self.rate = lower.clamp(cfg.min_rate.min(line_rate), line_rate);
+        }
     }
 
     /// How long a destination waits after sending `wire_bytes` at this rate [ps].

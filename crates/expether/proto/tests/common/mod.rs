@@ -116,7 +116,7 @@ impl Endpoint for Node {
             }
         }
         Some(Transmit {
-            port: 0,
+            port: t.path,
             to: self.via.unwrap_or(index(t.to)),
             bytes: t.wire_bytes as u64,
             frame: self.tx[..t.len].to_vec(),
