@@ -90,8 +90,7 @@ pub(crate) struct Driver {
 
 impl Driver {
     pub(crate) fn new(
-        node: Node,
-        links_per_dim: u8,
+        (node, links_per_dim): (Node, u8),
         ports: Vec<PortSpec>,
         sockets: Vec<FrameSocket>,
         spares: u32,

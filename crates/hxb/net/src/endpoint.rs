@@ -96,8 +96,15 @@ impl Endpoint {
         let (message_tx, messages) = mpsc::channel();
         let (me, grid) = (cfg.node.coord, cfg.node.grid);
         let channels = (command_rx, message_tx);
-        let driver =
-            Driver::new(node, cfg.node.links_per_dim, cfg.ports, sockets, cfg.spares, faults, channels, shared.clone());
+        let driver = Driver::new(
+            (node, cfg.node.links_per_dim),
+            cfg.ports,
+            sockets,
+            cfg.spares,
+            faults,
+            channels,
+            shared.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name(format!("hxb {me}"))
             .spawn(move || driver.run())
