@@ -40,6 +40,7 @@ test-python: native examples examples-rust
 
 examples-rust:
 	cargo build --release -p tca-sim --examples
+	cargo build --release -p hxb-net --bins
 
 # After a deliberate model change: rewrite the exact lines of tests/examples/*.out (explain the
 # diff in the commit; tests/examples/README.md).

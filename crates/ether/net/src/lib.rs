@@ -6,7 +6,10 @@
 //!   [`netns`] runs code inside one of its namespaces;
 //! - [`socket`]: an AF_PACKET socket bound to one interface for frames of the local
 //!   experimental EtherType 0x88B5 ([`mac`]), receiving through a TPACKET_V3 memory-mapped
-//!   ring ([`ring`]) block by block without copying.
+//!   ring ([`ring`]) block by block without copying;
+//! - [`frame_socket`]: the same socket with a TPACKET_V2 ring of frame slots, each taken,
+//!   read in place and released by index (the receive buffers of a zero-copy protocol), with a
+//!   wake-up per frame.
 //!
 //! Everything runs `ip` and `tc` from iproute2 and needs root (CAP_NET_ADMIN, CAP_NET_RAW);
 //! every failure is a [`NetError`] that prints as one line.
@@ -15,6 +18,7 @@
 
 mod cmd;
 pub mod error;
+pub mod frame_socket;
 pub mod mac;
 pub mod netns;
 pub mod ring;
@@ -22,6 +26,7 @@ pub mod socket;
 pub mod testbed;
 
 pub use error::NetError;
+pub use frame_socket::{FrameSocket, SlotSpec};
 pub use mac::{write_header, MacAddr, ETHERTYPE, HEADER_LEN};
 pub use netns::{command, run_in};
 pub use ring::{Block, Frame, FrameId, Frames, RingSpec};

@@ -54,8 +54,8 @@ impl PacketSocket {
             e
         };
         let (ifindex, mac) = interface(fd, ifname).map_err(close_on_err)?;
-        setopt(fd, PACKET_VERSION, &TPACKET_V3, ifname, "PACKET_VERSION").map_err(close_on_err)?;
-        setopt(fd, PACKET_RX_RING, &req, ifname, "PACKET_RX_RING").map_err(close_on_err)?;
+        setopt(fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V3, ifname, "PACKET_VERSION").map_err(close_on_err)?;
+        setopt(fd, libc::SOL_PACKET, PACKET_RX_RING, &req, ifname, "PACKET_RX_RING").map_err(close_on_err)?;
         let ring = RxRing::map(fd, ring, ifname).map_err(close_on_err)?;
         let sock = Self { fd, ring, ifname: ifname.to_string(), ifindex, mac };
         // SAFETY: sockaddr_ll is plain data; zero is a valid start.
@@ -147,16 +147,17 @@ impl Drop for PacketSocket {
     }
 }
 
-fn setopt<T>(fd: libc::c_int, opt: libc::c_int, val: &T, ifname: &str, name: &str) -> Result<(), NetError> {
+pub(crate) fn setopt<T>(
+    fd: libc::c_int,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: &T,
+    ifname: &str,
+    name: &str,
+) -> Result<(), NetError> {
     // SAFETY: `val` points to size_of::<T>() readable bytes.
     let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            opt,
-            (val as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
+        libc::setsockopt(fd, level, opt, (val as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
     };
     if rc != 0 {
         return Err(NetError::last_os(format!("{name} on the AF_PACKET socket for {ifname}"), "CAP_NET_RAW"));
@@ -165,7 +166,7 @@ fn setopt<T>(fd: libc::c_int, opt: libc::c_int, val: &T, ifname: &str, name: &st
 }
 
 /// The index and MAC address of `ifname`, asked through the socket (so in its namespace).
-fn interface(fd: libc::c_int, ifname: &str) -> Result<(i32, MacAddr), NetError> {
+pub(crate) fn interface(fd: libc::c_int, ifname: &str) -> Result<(i32, MacAddr), NetError> {
     // SAFETY: ifreq is plain data; zero is a valid start.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, s) in req.ifr_name.iter_mut().zip(ifname.bytes()) {

@@ -2,11 +2,15 @@
 //! time, and assembles delivered packets into messages.
 //!
 //! One loop, in the crate documentation's call order: take new messages from the application;
-//! take one retired ring block per socket, copying each frame into a pool buffer and passing
-//! its id to [`Node::handle_frame`]; fire the retransmission timer when
-//! [`Node::poll_timeout`] has passed; send everything [`Node::poll_transmit`] gives; hand
-//! delivered packets to the message being assembled for their sender. With nothing to do, it
-//! waits up to 1 ms on one socket's ring (in turn), so an idle endpoint uses no CPU.
+//! take the frames the kernel has put in each socket's slot ring, passing each slot's id to
+//! [`Node::handle_frame`] (the node holds slots, not copies: [`crate::buffers`]); fire the
+//! retransmission timer when [`Node::poll_timeout`] has passed; send everything
+//! [`Node::poll_transmit`] gives (a relay rewrites the header in the slot the frame arrived in
+//! and sends the slot's bytes on); hand delivered packets, read in their slots, to the message
+//! being assembled for their sender, and release the slots. With nothing to do it sleeps in one
+//! `ppoll` on every socket and on the application's wake-up descriptor until a frame, a message
+//! or the next retransmission deadline, so an idle endpoint uses no CPU and a frame is seen as
+//! soon as the kernel wakes the thread.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,15 +18,19 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ether_net::{write_header, MacAddr, PacketSocket, HEADER_LEN as ETH_LEN};
+use ether_net::{write_header, FrameSocket, MacAddr, HEADER_LEN as ETH_LEN};
 use hxb_proto::{Coord, Disposition, Event, Header, HeaderView, Node, Stats, HEADER_LEN};
 
+use crate::buffers::{Buffer, Buffers};
 use crate::endpoint::PortSpec;
 use crate::faults::{Fate, Injector};
-use crate::pool::Pool;
+use crate::wake::Wake;
 
 /// A message and the node it goes to or comes from.
 pub(crate) type Message = (Coord, Vec<u8>);
+
+/// Frames taken from one socket before the others get a turn (and ACKs go out).
+const BATCH: usize = 32;
 
 /// What the application may see of the driver.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +40,9 @@ pub(crate) struct Status {
     pub idle: bool,
     /// Messages taken from the application so far.
     pub taken: u64,
+    /// Frames the kernel dropped because the slot at its ring's head was still held.
+    pub ring_drops: u64,
+    /// Duplicated frames (fault injection) that found no spare buffer.
     pub pool_drops: u64,
     /// Why the thread stopped, if it did on an error.
     pub error: Option<String>,
@@ -42,12 +53,15 @@ pub(crate) struct Status {
 pub(crate) struct Shared {
     pub stop: AtomicBool,
     pub status: Mutex<Status>,
+    pub wake: Wake,
 }
 
 /// One socket and where its neighbours are.
 struct Link {
     port: u16,
-    socket: PacketSocket,
+    /// Bytes sent on it so far.
+    sent: u64,
+    socket: FrameSocket,
     neighbours: HashMap<Coord, MacAddr>,
 }
 
@@ -56,7 +70,7 @@ pub(crate) struct Driver {
     links: Vec<Link>,
     /// Index into `links` by protocol port.
     by_port: HashMap<u16, usize>,
-    pool: Pool,
+    buffers: Buffers,
     faults: Option<Injector>,
     commands: Receiver<Message>,
     messages: Sender<Message>,
@@ -65,17 +79,21 @@ pub(crate) struct Driver {
     shared: Arc<Shared>,
     start: Instant,
     taken: u64,
-    pool_drops: u64,
-    /// The socket to wait on next when idle.
-    turn: usize,
+    ring_drops: u64,
+    /// Links per dimension.
+    k: u8,
+    last_stats: Instant,
+    open: bool,
+    /// The transmit buffer: Ethernet header, then what the node writes.
+    frame: Vec<u8>,
 }
 
 impl Driver {
     pub(crate) fn new(
-        node: Node,
+        (node, links_per_dim): (Node, u8),
         ports: Vec<PortSpec>,
-        sockets: Vec<PacketSocket>,
-        buffers: u32,
+        sockets: Vec<FrameSocket>,
+        spares: u32,
         faults: Option<Injector>,
         (commands, messages): (Receiver<Message>, Sender<Message>),
         shared: Arc<Shared>,
@@ -83,15 +101,17 @@ impl Driver {
         let links: Vec<Link> = ports
             .into_iter()
             .zip(sockets)
-            .map(|(p, socket)| Link { port: p.port, socket, neighbours: p.neighbours.into_iter().collect() })
+            .map(|(p, socket)| Link { port: p.port, sent: 0, socket, neighbours: p.neighbours.into_iter().collect() })
             .collect();
         let by_port = links.iter().enumerate().map(|(i, l)| (l.port, i)).collect();
-        let pool = Pool::new(buffers, node.frame_capacity());
+        let frame = vec![0u8; ETH_LEN + node.frame_capacity()];
+        let node_k = links_per_dim;
+        let buffers = Buffers::new(spares, node.frame_capacity());
         Driver {
             node,
             links,
             by_port,
-            pool,
+            buffers,
             faults,
             commands,
             messages,
@@ -99,8 +119,11 @@ impl Driver {
             shared,
             start: Instant::now(),
             taken: 0,
-            pool_drops: 0,
-            turn: 0,
+            ring_drops: 0,
+            k: node_k,
+            last_stats: Instant::now(),
+            open: true,
+            frame,
         }
     }
 
@@ -111,6 +134,10 @@ impl Driver {
 
     pub(crate) fn run(mut self) {
         let result = self.serve();
+        for l in &self.links {
+            self.ring_drops += l.socket.stats().map_or(0, |s| u64::from(s.drops));
+        }
+        self.publish();
         let mut s = self.shared.status.lock().expect("no panic holding the lock");
         if let Err(e) = result {
             s.error = Some(e);
@@ -118,102 +145,209 @@ impl Driver {
     }
 
     fn serve(&mut self) -> Result<(), String> {
-        let mut frame = vec![0u8; ETH_LEN + self.node.frame_capacity()];
-        let mut open = true;
         while !self.shared.stop.load(Ordering::Relaxed) {
-            let mut busy = false;
-            while open {
-                match self.commands.try_recv() {
-                    Ok((to, data)) => {
-                        self.node.send(to, &data).map_err(|e| e.to_string())?;
-                        self.taken += 1;
-                        busy = true;
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => open = false,
-                }
-            }
+            let mut busy = self.take_commands()?;
             for i in 0..self.links.len() {
-                busy |= self.receive(i, Duration::ZERO)?;
+                busy |= self.receive(i)?;
             }
             let now = self.now_ps();
             if self.node.poll_timeout().is_some_and(|t| t <= now) {
                 self.node.handle_timeout(now);
             }
-            while let Some(t) = self.node.poll_transmit(now, &mut frame[ETH_LEN..]) {
-                let link = self.by_port.get(&t.port).map(|&i| &self.links[i]);
-                let link = link.ok_or_else(|| format!("no interface configured for port {}", t.port))?;
-                let mac = link.neighbours.get(&t.to);
-                let mac = *mac.ok_or_else(|| format!("no MAC address of {} on port {}", t.to, t.port))?;
-                write_header(&mut frame, mac, link.socket.mac());
-                let mut len = ETH_LEN + t.len;
-                if let Some(b) = t.relay {
-                    let payload = &self.pool.get(b)[HEADER_LEN..];
-                    frame[len..len + payload.len()].copy_from_slice(payload);
-                    len += payload.len();
-                    self.pool.release(b);
-                }
-                link.socket.send(&frame[..len]).map_err(|e| e.to_string())?;
-                busy = true;
-            }
-            while let Some(Event::Deliver { from, buffer }) = self.node.poll_event() {
-                let bytes = self.pool.get(buffer);
-                let h = Header::parse(bytes).map_err(|e| format!("delivered packet: {e}"))?;
-                let msg = self.partial.entry(from).or_default();
-                msg.extend_from_slice(&bytes[HEADER_LEN..]);
-                if h.end {
-                    let msg = self.partial.remove(&from).unwrap_or_default();
-                    // A receiver that went away only loses what it would have read.
-                    let _ = self.messages.send((from, msg));
-                }
-                self.pool.release(buffer);
-            }
+            busy |= self.transmit(now)?;
+            busy |= self.deliver()?;
             self.publish();
-            if !busy && !self.links.is_empty() {
-                self.turn = (self.turn + 1) % self.links.len();
-                self.receive(self.turn, Duration::from_millis(1))?;
-            } else if !busy {
-                std::thread::sleep(Duration::from_millis(1));
+            if !busy {
+                self.sleep()?;
             }
         }
         Ok(())
     }
 
-    /// Takes at most one retired block of link `i`, waiting up to `wait`; returns whether one came.
-    fn receive(&mut self, i: usize, wait: Duration) -> Result<bool, String> {
-        let now = self.now_ps();
-        let link = &mut self.links[i];
-        let port = link.port;
-        let Some(block) = link.socket.recv_block(wait).map_err(|e| e.to_string())? else { return Ok(false) };
-        for f in block.frames() {
-            if f.data.len() < f.wire_len || f.data.len() < ETH_LEN + HEADER_LEN {
-                continue; // truncated by the ring or too short to be ours
+    /// Passes the application's new messages to the node; returns whether there were any.
+    fn take_commands(&mut self) -> Result<bool, String> {
+        let mut any = false;
+        while self.open {
+            match self.commands.try_recv() {
+                Ok((to, data)) => {
+                    self.node.send(to, &data).map_err(|e| e.to_string())?;
+                    self.taken += 1;
+                    any = true;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => self.open = false,
             }
-            let hxb = &f.data[ETH_LEN..];
-            // Drop Ethernet padding after the payload the header announces.
-            let Ok(view) = HeaderView::new_checked(hxb) else { continue };
-            let len = HEADER_LEN + usize::from(view.len());
-            if len > hxb.len() {
+        }
+        Ok(any)
+    }
+
+    /// Hands up to [`BATCH`] new frames of link `i` to the node; returns whether there were any.
+    fn receive(&mut self, i: usize) -> Result<bool, String> {
+        let now = self.now_ps();
+        let mut any = false;
+        for _ in 0..BATCH {
+            let link = &mut self.links[i];
+            let Some(slot) = link.socket.take() else { break };
+            any = true;
+            let port = link.port;
+            let data = link.socket.frame(slot);
+            let len = ours(data, link.socket.wire_len(slot));
+            let Some(len) = len else {
+                link.socket.release(slot);
+                continue;
+            };
+            let fate = self.faults.as_mut().map_or(Fate::Once, |f| f.decide(port));
+            if fate == Fate::Twice {
+                // The copy goes first, into a spare buffer, so that the slot can be held once.
+                let copy = &self.links[i].socket.frame(slot)[ETH_LEN..ETH_LEN + len];
+                if let Some(id) = self.buffers.store_spare(copy) {
+                    let bytes = self.buffers.spare(id);
+                    if self.node.handle_frame(now, port, id, bytes) != Ok(Disposition::Held) {
+                        self.buffers.release_spare(id);
+                    }
+                }
+            }
+            if fate == Fate::Drop {
+                self.links[i].socket.release(slot);
                 continue;
             }
-            let fate = self.faults.as_mut().map_or(Fate::Once, |f| f.decide(port));
-            let copies = match fate {
-                Fate::Drop => 0,
-                Fate::Once => 1,
-                Fate::Twice => 2,
+            let id = Buffers::slot_id(i, slot);
+            let bytes = &self.links[i].socket.frame(slot)[ETH_LEN..ETH_LEN + len];
+            if self.node.handle_frame(now, port, id, bytes) != Ok(Disposition::Held) {
+                self.links[i].socket.release(slot);
+            }
+        }
+        Ok(any)
+    }
+
+    /// Sends every frame the node has; returns whether there were any.
+    fn transmit(&mut self, now: u64) -> Result<bool, String> {
+        let mut any = false;
+        while let Some(t) = self.node.poll_transmit(now, &mut self.frame[ETH_LEN..]) {
+            any = true;
+            let out = self.by_port.get(&t.port).copied();
+            let out = out.ok_or_else(|| format!("no interface configured for port {}", t.port))?;
+            let out = self.balance(out);
+            let link = &self.links[out];
+            let mac = link.neighbours.get(&t.to);
+            let mac = *mac.ok_or_else(|| format!("no MAC address of {} on port {}", t.to, t.port))?;
+            let src = link.socket.mac();
+            write_header(&mut self.frame, mac, src);
+            let Some(b) = t.relay else {
+                link.socket.send(&self.frame[..ETH_LEN + t.len]).map_err(|e| e.to_string())?;
+                self.links[out].sent += (ETH_LEN + t.len) as u64;
+                continue;
             };
-            for _ in 0..copies {
-                let Some(id) = self.pool.store(&hxb[..len]) else {
-                    self.pool_drops += 1; // every buffer held: the sender retransmits
-                    continue;
-                };
-                match self.node.handle_frame(now, port, id, self.pool.get(id)) {
-                    Ok(Disposition::Held) => {}
-                    Ok(Disposition::Free) | Err(_) => self.pool.release(id),
+            // A relay: the new headers go into the received buffer, which is sent as it is.
+            let head = ETH_LEN + HEADER_LEN;
+            let payload = HeaderView::new_checked(&self.frame[ETH_LEN..head]).map(|v| usize::from(v.len()));
+            let len = head + payload.map_err(|e| format!("relayed header: {e}"))?;
+            match self.buffers.locate(b) {
+                Buffer::Slot(i, slot) => {
+                    self.links[i].socket.frame_mut(slot)[..head].copy_from_slice(&self.frame[..head]);
+                    let bytes = &self.links[i].socket.frame(slot)[..len];
+                    self.links[out].socket.send(bytes).map_err(|e| e.to_string())?;
+                    self.links[i].socket.release(slot);
+                    self.links[out].sent += len as u64;
+                }
+                Buffer::Spare(id) => {
+                    let payload = &self.buffers.spare(id)[HEADER_LEN..];
+                    self.frame[head..head + payload.len()].copy_from_slice(payload);
+                    self.links[out].socket.send(&self.frame[..len]).map_err(|e| e.to_string())?;
+                    self.buffers.release_spare(id);
+                    self.links[out].sent += len as u64;
                 }
             }
         }
-        Ok(true)
+        Ok(any)
+    }
+
+    /// The link of the same dimension as link `i` (ports `dim * k ..`) that has sent the fewest
+    /// bytes. The core stripes packets round robin (hxb-proto's `Striper`); a message whose
+    /// short last packet always falls on the same link would load that link's peers more (a
+    /// 64 KiB message is 7 full packets and one of 2,788 B: on 2 links, 4 full packets go to
+    /// one and 3 to the other, 91 % of 2 links at best). Balancing bytes keeps the links
+    /// equally busy; the seed leaves the rule open (hxb.md §3.6), and the receiver takes any
+    /// packet on any link.
+    fn balance(&self, i: usize) -> usize {
+        let k = u16::from(self.k);
+        let dim = self.links[i].port / k;
+        let mut best = i;
+        for p in dim * k..dim * k + k {
+            if let Some(&j) = self.by_port.get(&p) {
+                if self.links[j].sent < self.links[best].sent {
+                    best = j;
+                }
+            }
+        }
+        best
+    }
+
+    /// Reads every delivered packet in its buffer into the message of its sender, passing whole
+    /// messages to the application; returns whether there were any.
+    fn deliver(&mut self) -> Result<bool, String> {
+        let mut any = false;
+        while let Some(Event::Deliver { from, buffer }) = self.node.poll_event() {
+            any = true;
+            let located = self.buffers.locate(buffer);
+            let bytes = match located {
+                Buffer::Slot(i, slot) => &self.links[i].socket.frame(slot)[ETH_LEN..],
+                Buffer::Spare(id) => self.buffers.spare(id),
+            };
+            let h = Header::parse(bytes).map_err(|e| format!("delivered packet: {e}"))?;
+            let msg = self.partial.entry(from).or_default();
+            msg.extend_from_slice(&bytes[HEADER_LEN..HEADER_LEN + usize::from(h.len)]);
+            if h.end {
+                let msg = self.partial.remove(&from).unwrap_or_default();
+                // A receiver that went away only loses what it would have read.
+                let _ = self.messages.send((from, msg));
+            }
+            match located {
+                Buffer::Slot(i, slot) => self.links[i].socket.release(slot),
+                Buffer::Spare(id) => self.buffers.release_spare(id),
+            }
+        }
+        Ok(any)
+    }
+
+    /// Sleeps until a frame may have arrived, the application sent something, or the next
+    /// retransmission deadline (at most 100 ms, to see `stop`).
+    fn sleep(&mut self) -> Result<(), String> {
+        if self.last_stats.elapsed() >= Duration::from_millis(10) {
+            self.last_stats = Instant::now();
+            for l in &self.links {
+                self.ring_drops += u64::from(l.socket.stats().map_err(|e| e.to_string())?.drops);
+            }
+            self.publish();
+        }
+        self.shared.wake.arm();
+        // A message sent before the arming was not signalled: look once more.
+        if self.take_commands()? {
+            self.shared.wake.disarm(false);
+            return Ok(());
+        }
+        let mut wait = Duration::from_millis(100);
+        if let Some(t) = self.node.poll_timeout() {
+            wait = wait.min(Duration::from_nanos(t.saturating_sub(self.now_ps()) / 1000));
+        }
+        let mut fds = vec![libc::pollfd { fd: self.shared.wake.fd(), events: libc::POLLIN, revents: 0 }];
+        for l in &self.links {
+            if l.socket.wakes_spuriously() {
+                // The kernel reports POLLIN while the last slot is held: look again shortly.
+                wait = wait.min(Duration::from_micros(100));
+            } else {
+                fds.push(libc::pollfd { fd: l.socket.fd(), events: libc::POLLIN, revents: 0 });
+            }
+        }
+        let ts =
+            libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as libc::c_long };
+        // SAFETY: a valid array of pollfds and a valid timeout; no signal mask.
+        let rc = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+        if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err(format!("ppoll: {}", std::io::Error::last_os_error()));
+        }
+        self.shared.wake.disarm(fds[0].revents != 0);
+        Ok(())
     }
 
     fn publish(&self) {
@@ -221,6 +355,18 @@ impl Driver {
         s.stats = self.node.stats();
         s.idle = self.node.is_idle();
         s.taken = self.taken;
-        s.pool_drops = self.pool_drops;
+        s.ring_drops = self.ring_drops;
+        s.pool_drops = self.buffers.drops();
     }
+}
+
+/// The length of the HXB packet (header and payload, without Ethernet padding) in `frame`, or
+/// `None` if the frame was truncated or is too short to be one.
+fn ours(frame: &[u8], wire_len: usize) -> Option<usize> {
+    if frame.len() < wire_len || frame.len() < ETH_LEN + HEADER_LEN {
+        return None;
+    }
+    let view = HeaderView::new_checked(&frame[ETH_LEN..]).ok()?;
+    let len = HEADER_LEN + usize::from(view.len());
+    (ETH_LEN + len <= frame.len()).then_some(len)
 }

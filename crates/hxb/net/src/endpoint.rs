@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ether_net::{run_in, MacAddr, PacketSocket, RingSpec};
+use ether_net::{run_in, FrameSocket, MacAddr, SlotSpec};
 use hxb_proto::{Config, Coord, Node, Stats};
 
 use crate::driver::{Driver, Shared, Status};
 use crate::faults::Injector;
+use crate::wake::Wake;
 use crate::{HxbNetError, RxFaults};
 
 /// One link of this node: hxb-proto port `port` (`dim * k + link`) is interface `ifname`.
@@ -35,20 +36,21 @@ pub struct EndpointConfig {
     pub netns: String,
     /// The node's links; a dimension of size 1 needs none.
     pub ports: Vec<PortSpec>,
-    /// The shape of each socket's TPACKET_V3 receive ring.
-    pub ring: RingSpec,
-    /// Receive buffers in the pool (at least 32 per peer for a full window, plus relays).
-    pub buffers: u32,
+    /// The shape of each socket's receive ring: its slots are the receive buffers. A slot the
+    /// node holds for a whole turn of the ring (a packet waiting for a lost predecessor's
+    /// retransmission) stops reception on that link until it is released.
+    pub ring: SlotSpec,
+    /// Spare buffers for frames handed over twice by fault injection.
+    pub spares: u32,
     /// Faults injected on receipt (tests); `None` in normal use.
     pub faults: Option<RxFaults>,
 }
 
 impl EndpointConfig {
-    /// A configuration with rings of 256 blocks of 64 KiB retired after 1 ms (small blocks
-    /// reach the driver sooner under load) and 1,024 receive buffers.
+    /// A configuration with rings of 1,024 slots of 12 KiB per link (the seed's 12 KB skbufs,
+    /// §4) and 64 spare buffers.
     pub fn new(node: Config, netns: &str, ports: Vec<PortSpec>) -> Self {
-        let ring = RingSpec { block_size: 64 * 1024, block_count: 256, retire_ms: 1 };
-        Self { node, netns: netns.to_string(), ports, ring, buffers: 1024, faults: None }
+        Self { node, netns: netns.to_string(), ports, ring: SlotSpec::default(), spares: 64, faults: None }
     }
 }
 
@@ -78,21 +80,31 @@ impl Endpoint {
                 return Err(HxbNetError::Config(format!("port {} is repeated or not below 3 x {k}", p.port)));
             }
         }
-        if cfg.buffers == 0 {
-            return Err(HxbNetError::Config("the receive pool needs at least one buffer".into()));
+        if cfg.ports.len() >= 1 << 15 {
+            return Err(HxbNetError::Config("too many ports".into()));
         }
         let faults = cfg.faults.clone().map(Injector::new).transpose().map_err(HxbNetError::Config)?;
         let ring = cfg.ring;
         let names: Vec<String> = cfg.ports.iter().map(|p| p.ifname.clone()).collect();
         let sockets = run_in(&cfg.netns, move || {
-            names.iter().map(|n| PacketSocket::open(n, ring)).collect::<Result<Vec<_>, _>>()
+            names.iter().map(|n| FrameSocket::open(n, ring)).collect::<Result<Vec<_>, _>>()
         })??;
-        let shared = Arc::new(Shared { stop: AtomicBool::new(false), status: Mutex::new(Status::default()) });
+        let wake = Wake::new().map_err(HxbNetError::Config)?;
+        let status = Mutex::new(Status::default());
+        let shared = Arc::new(Shared { stop: AtomicBool::new(false), status, wake });
         let (commands, command_rx) = mpsc::channel();
         let (message_tx, messages) = mpsc::channel();
         let (me, grid) = (cfg.node.coord, cfg.node.grid);
         let channels = (command_rx, message_tx);
-        let driver = Driver::new(node, cfg.ports, sockets, cfg.buffers, faults, channels, shared.clone());
+        let driver = Driver::new(
+            (node, cfg.node.links_per_dim),
+            cfg.ports,
+            sockets,
+            cfg.spares,
+            faults,
+            channels,
+            shared.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name(format!("hxb {me}"))
             .spawn(move || driver.run())
@@ -118,6 +130,7 @@ impl Endpoint {
         }
         let tx = self.commands.as_ref().expect("present until drop");
         tx.send((to, data.to_vec())).map_err(|_| self.stopped())?;
+        self.shared.wake.signal();
         self.submitted += 1;
         Ok(())
     }
@@ -161,7 +174,13 @@ impl Endpoint {
         self.status().stats
     }
 
-    /// Frames dropped because every receive buffer was held (the protocol retransmits them).
+    /// Frames the kernel dropped because the slot at the head of a receive ring was still held
+    /// (the protocol retransmits them), counted up to the thread's last sleep.
+    pub fn ring_drops(&self) -> u64 {
+        self.status().ring_drops
+    }
+
+    /// Duplicated frames (fault injection) dropped because every spare buffer was held.
     pub fn pool_drops(&self) -> u64 {
         self.status().pool_drops
     }
@@ -178,6 +197,7 @@ impl Endpoint {
 impl Drop for Endpoint {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.wake.force();
         self.commands.take();
         if let Some(t) = self.thread.take() {
             let _ = t.join();

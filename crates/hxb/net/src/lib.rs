@@ -4,11 +4,12 @@
 //! An [`Endpoint`] owns a thread that owns the node and one [`ether_net::PacketSocket`] per
 //! port (port `dim * k + link`, as hxb-proto numbers them). Time is [`std::time::Instant`]
 //! since the endpoint started, in picoseconds; retransmission follows
-//! [`hxb_proto::Node::poll_timeout`]. Received frames are copied out of the TPACKET_V3 ring
-//! into a [`pool::Pool`] of receive buffers named by id, and those ids go to the node, which
-//! holds them in its receive array until their turn (zero-copy from the ring blocks themselves
-//! is not done yet). Relayed frames are sent from the buffer they arrived in with only the
-//! header rewritten.
+//! [`hxb_proto::Node::poll_timeout`]. Receive is zero-copy as in the seed's skbuf pre-map
+//! (§3.2): the receive buffers are the slots of each socket's TPACKET_V2 ring
+//! ([`ether_net::FrameSocket`]), mapped once; the kernel passes a slot index, the node holds
+//! the slot's id in its receive array until its turn, the packet is read in place and the slot
+//! is released. A relay rewrites the headers in the slot the frame arrived in and sends the
+//! slot's bytes on another link.
 //!
 //! ```no_run
 //! use hxb_net::{Endpoint, EndpointConfig, PortSpec};
@@ -25,11 +26,12 @@
 
 #![warn(missing_docs)]
 
+mod buffers;
 mod driver;
 pub mod endpoint;
 pub mod error;
 pub mod faults;
-pub mod pool;
+mod wake;
 
 pub use endpoint::{Endpoint, EndpointConfig, PortSpec};
 pub use error::HxbNetError;

@@ -24,14 +24,14 @@ fn run(k: u8) {
     let (sa, sb) = (a.stats(), b.stats());
     eprintln!(
         "HXB k={k} x {} Mb/s: {count} x {LEN} B in {took:.2?}: {:.1} Mb/s = {pct:.1} % of {} Mb/s \
-         (sent {}, retransmitted {}, duplicates {}, pool drops {})",
+         (sent {}, retransmitted {}, duplicates {}, ring drops {})",
         RATE / 1_000_000,
         rate / 1e6,
         u64::from(k) * RATE / 1_000_000,
         sa.sent,
         sa.retransmitted,
         sb.duplicates,
-        b.pool_drops()
+        b.ring_drops()
     );
     assert!(pct > 50.0, "{pct:.1} % of {k} x {} Mb/s", RATE / 1_000_000);
     assert!(pct < 105.0, "{pct:.1} %: faster than the links allow");

@@ -1,0 +1,111 @@
+"""``tca hxb bench ... --fabric net``: real links between namespaces (root only), one short
+bandwidth run and one short latency run, each with HXB beside TCP and MPTCP; and the refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+from tca import TcaError
+from tca.hxb import net_bench
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "real links need root"
+    try:
+        net_bench.program()
+    except TcaError as e:
+        return str(e)
+    if subprocess.run(["ip", "netns", "list"], capture_output=True, check=False).returncode != 0:
+        return "no `ip netns` here"
+    return None
+
+
+needs_links = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+def _tca(*argv: str) -> list[dict]:
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    out = subprocess.run(
+        [sys.executable, "-m", "tca", *argv, "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _leftovers() -> list[str]:
+    text = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    return [line for line in text.splitlines() if line.startswith("tca-")]
+
+
+@needs_links
+def test_bandwidth_shows_hxb_beside_mptcp_and_tcp_and_survives_loss():
+    before = _leftovers()
+    argv = ["--fabric", "net", "--links", "2", "--sizes", "65536", "--loss", "0.01"]
+    rows = _tca("hxb", "bench", "bandwidth", *argv)
+    by = {r["series"]: r for r in rows}
+    assert all(r["kind"] == "measured" and r["platform"] == "net" for r in rows)
+    hxb, mptcp, tcp = by["HXB 2 links"], by["MPTCP 2 links"], by["TCP 2 links (uses 1)"]
+    assert hxb["unit"] == mptcp["unit"] == tcp["unit"] == "GB/s"
+    # Two 1 Gb/s links carry at most 0.25 GB/s; one TCP connection uses one of them.
+    assert 0.05 < hxb["value"] < 0.251 and 0.05 < mptcp["value"] < 0.251
+    assert 0.03 < tcp["value"] < 0.126
+    eff = by["HXB 2 links efficiency"]
+    assert eff["unit"] == "%" and 20 < eff["value"] <= 100.5
+    assert eff["paper"] == 99.0 and "Table 4" in eff["source"]
+    assert by["TCP 2 links (uses 1) efficiency"]["value"] <= 50.5
+    # Under 1 % loss every message arrived once and in order (the program checks each), slower.
+    lossy = by["HXB 2 links loss 1 % efficiency"]
+    assert 1 < lossy["value"] <= 100.5
+    assert _leftovers() == before, "namespaces left behind"
+
+
+@needs_links
+def test_latency_through_relays_beside_tcp():
+    rows = _tca(
+        "hxb", "bench", "latency", "--fabric", "net", "--links", "1", "--relays", "0,2", "--sizes", "8"
+    )
+    by = {r["series"]: r for r in rows}
+    direct, relayed = by["HXB 1 links 0 relays"], by["HXB 1 links 2 relays"]
+    assert direct["unit"] == relayed["unit"] == "us"
+    assert 1 < direct["value"] < 5000 and 1 < relayed["value"] < 5000
+    assert relayed["value"] > direct["value"], "two relays and a longer path cost time"
+    assert 0.5 < by["TCP 1 links (uses 1) 0 relays"]["value"] < 5000
+    assert "MPTCP 1 links 0 relays" in by
+
+
+def _args(**kw) -> SimpleNamespace:
+    base = dict(
+        benchmark="bandwidth", links=None, sizes=None, rate=None, loss=None, baselines=None, relays="0,1,2"
+    )
+    return SimpleNamespace(**{"mpi": False, **base, **kw})
+
+
+def test_refusals_are_one_line(monkeypatch):
+    for kw, text in [
+        (dict(baselines="openmpi"), "--baselines openmpi"),
+        (dict(baselines="udp"), "unknown 'udp'"),
+        (dict(rate="fast"), "--rate"),
+        (dict(links="0"), "--links"),
+        (dict(loss="2"), "--loss"),
+        (dict(sizes="9:3"), "--sizes"),
+        (dict(benchmark="neighbour"), "--fabric sim only"),
+    ]:
+        with pytest.raises(TcaError, match=text.replace("(", r"\(")):
+            net_bench.run(_args(**kw), None)
+    monkeypatch.setattr(net_bench.os, "geteuid", lambda: 1000)
+    with pytest.raises(TcaError, match="needs root"):
+        net_bench.run(_args(), None)
+
+
+def test_sizes_and_rates_parse():
+    assert net_bench.sizes("1024:8192") == [1024, 2048, 4096, 8192]
+    assert net_bench.sizes("8,64") == [8, 64]
+    assert net_bench.rate("1G") == 10**9 and net_bench.rate("200M") == 2 * 10**8
