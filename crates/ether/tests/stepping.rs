@@ -37,7 +37,11 @@ fn stepping_hands_over_each_delivery_once_and_accepts_replies() {
 #[test]
 fn device_reads_run_at_the_read_rate_and_writes_at_the_peak() {
     // Reads at half the peak: a sending port's DMA takes twice the receiving port's.
-    let spec = IoBusSpec { bytes_per_second: 1_000_000_000, per_transfer: SimTime::ZERO, read_bytes_per_second: Some(500_000_000) };
+    let spec = IoBusSpec {
+        bytes_per_second: 1_000_000_000,
+        per_transfer: SimTime::ZERO,
+        read_bytes_per_second: Some(500_000_000),
+    };
     let mut b = NetworkBuilder::new();
     let (bus_a, bus_z) = (b.bus(spec).unwrap(), b.bus(spec).unwrap());
     let a = b.nic(NicSpec::IDEAL, Some(bus_a)).unwrap();

@@ -44,7 +44,10 @@ impl Shape {
         }
         let nodes = Grid(self.grid).nodes();
         if nodes < 2 || nodes > p.nodes as usize {
-            return Err(format!("grid {} needs {nodes} nodes; platform {name} has {} (at least 2 needed)", self.grid, p.nodes));
+            return Err(format!(
+                "grid {} needs {nodes} nodes; platform {name} has {} (at least 2 needed)",
+                self.grid, p.nodes
+            ));
         }
         if self.ports() > p.ports_per_node {
             return Err(format!(

@@ -52,9 +52,8 @@ impl HostCosts {
             Ok(h) if h.dst != me => self.relay,
             Ok(h) if h.kind == Kind::Ack => self.ack_recv,
             Ok(h) => {
-                let copy = self
-                    .copy_bytes_per_second
-                    .map_or(SimTime::ZERO, |rate| SimTime::for_bytes(u64::from(h.len), rate));
+                let copy =
+                    self.copy_bytes_per_second.map_or(SimTime::ZERO, |rate| SimTime::for_bytes(u64::from(h.len), rate));
                 self.recv_packet + self.data(ports) + copy
             }
             // A frame the core refuses still costs the driver a look.
@@ -92,7 +91,8 @@ mod tests {
             copy_bytes_per_second: Some(1_000_000_000),
             app_packet: SimTime::ZERO,
         };
-        let cfg = |coord| Config { grid: Grid(Coord::new(2, 2, 1)), coord, links_per_dim: 2, mtu: 1000, rto_ps: 1 << 40 };
+        let cfg =
+            |coord| Config { grid: Grid(Coord::new(2, 2, 1)), coord, links_per_dim: 2, mtu: 1000, rto_ps: 1 << 40 };
         let (a, b, far) = (Coord::new(0, 0, 0), Coord::new(1, 0, 0), Coord::new(1, 1, 0));
         let mut na = Node::new(cfg(a)).unwrap();
         na.send(b, &[7; 1000]).unwrap();

@@ -110,11 +110,8 @@ impl Reader {
 
     fn take(&mut self, section: &str, key: &str) -> Result<toml::Value, PlatformError> {
         let full = format!("{section}.{key}");
-        let entry = self
-            .sections
-            .get_mut(section)
-            .and_then(|s| s.remove(key))
-            .ok_or_else(|| self.err(&full, "missing"))?;
+        let entry =
+            self.sections.get_mut(section).and_then(|s| s.remove(key)).ok_or_else(|| self.err(&full, "missing"))?;
         let value = match &entry.value {
             toml::Value::String(s) => s.clone(),
             v => v.to_string(),
@@ -130,7 +127,12 @@ impl Reader {
         }
     }
 
-    fn unit<T>(&mut self, section: &str, key: &str, parse: fn(&str) -> Result<T, UnitError>) -> Result<T, PlatformError> {
+    fn unit<T>(
+        &mut self,
+        section: &str,
+        key: &str,
+        parse: fn(&str) -> Result<T, UnitError>,
+    ) -> Result<T, PlatformError> {
         let text = self.text(section, key)?;
         parse(&text).map_err(|e| self.err(&format!("{section}.{key}"), e))
     }
@@ -222,13 +224,16 @@ impl Platform {
         let max_links_per_dim = r.int("topology", "max_links_per_dim", 64)? as u8;
         let port_bus: Vec<u8> = r.ints("topology", "port_bus", 255)?.into_iter().map(|b| b as u8).collect();
         if port_bus.len() != usize::from(ports_per_node) {
-            return Err(r.err("topology.port_bus", format!("names {} buses for {ports_per_node} ports", port_bus.len())));
+            return Err(
+                r.err("topology.port_bus", format!("names {} buses for {ports_per_node} ports", port_bus.len()))
+            );
         }
 
         let rate = r.unit("link", "rate", units::parse_bandwidth)?;
         let propagation = r.time("link", "propagation")?;
         let mtu = r.unit("link", "mtu", units::parse_bytes)?;
-        let link = LinkSpec { bits_per_second: rate * 8, propagation, framing: Framing { vlan: false, mtu: mtu as u32 } };
+        let link =
+            LinkSpec { bits_per_second: rate * 8, propagation, framing: Framing { vlan: false, mtu: mtu as u32 } };
         link.validate().map_err(|e| r.err("link.mtu", e))?;
 
         let stage_latency = r.time("switch", "stage_latency")?;
@@ -244,11 +249,18 @@ impl Platform {
         // A read moves `burst` bytes per (burst at the peak rate + the wait of its split completion).
         let burst_time = SimTime::for_bytes(burst, bus_rate) + burst_wait;
         let read_rate = (u128::from(burst) * 1_000_000_000_000 / u128::from(burst_time.as_ps().max(1))) as u64;
-        let bus = IoBusSpec { bytes_per_second: bus_rate, per_transfer: SimTime::ZERO, read_bytes_per_second: Some(read_rate.max(1)) };
+        let bus = IoBusSpec {
+            bytes_per_second: bus_rate,
+            per_transfer: SimTime::ZERO,
+            read_bytes_per_second: Some(read_rate.max(1)),
+        };
 
         let packet = r.unit("hxb", "packet_payload", units::parse_bytes)?;
         if packet == 0 || packet + hxb_proto::HEADER_LEN as u64 > mtu {
-            return Err(r.err("hxb.packet_payload", format!("{packet} B + the {} B header exceeds the MTU of {mtu} B", hxb_proto::HEADER_LEN)));
+            return Err(r.err(
+                "hxb.packet_payload",
+                format!("{packet} B + the {} B header exceeds the MTU of {mtu} B", hxb_proto::HEADER_LEN),
+            ));
         }
         let rto = r.time("hxb", "rto")?;
         if rto == SimTime::ZERO {
@@ -323,9 +335,7 @@ pub fn find(name: &str) -> Result<Platform, PlatformError> {
     let path = platform_dir().join(format!("{name}.toml"));
     if !path.exists() {
         let mut known: Vec<String> = std::fs::read_dir(platform_dir())
-            .map(|d| {
-                d.filter_map(|e| e.ok()?.path().file_stem().map(|s| s.to_string_lossy().into_owned())).collect()
-            })
+            .map(|d| d.filter_map(|e| e.ok()?.path().file_stem().map(|s| s.to_string_lossy().into_owned())).collect())
             .unwrap_or_default();
         known.sort();
         return Err(PlatformError {

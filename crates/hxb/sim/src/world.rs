@@ -171,7 +171,8 @@ impl World {
         let hosts = (0..grid.nodes())
             .map(|i| {
                 let coord = grid.coord(i).expect("in grid");
-                let cfg = Config { grid, coord, links_per_dim: shape.links, mtu: p.packet_payload, rto_ps: p.rto.as_ps() };
+                let cfg =
+                    Config { grid, coord, links_per_dim: shape.links, mtu: p.packet_payload, rto_ps: p.rto.as_ps() };
                 let node = Node::new(cfg).map_err(|e| e.to_string())?;
                 let track = trace.as_mut().map(|t| t.track(&format!("node {coord} CPU")));
                 Ok(Host {

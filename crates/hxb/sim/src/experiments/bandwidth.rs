@@ -40,7 +40,13 @@ pub struct BandwidthPoint {
 }
 
 /// Streams messages of `size` bytes from (0,0,0) to (1,0,0) over `links` links.
-pub fn bandwidth(p: &Platform, stack: Stack, links: u8, size: u64, trace: bool) -> Result<(BandwidthPoint, Option<Trace>), String> {
+pub fn bandwidth(
+    p: &Platform,
+    stack: Stack,
+    links: u8,
+    size: u64,
+    trace: bool,
+) -> Result<(BandwidthPoint, Option<Trace>), String> {
     if size == 0 {
         return Err("message size must be at least 1 B".into());
     }

@@ -83,8 +83,11 @@ impl App for Streams {
     }
 
     fn message(&mut self, api: &mut Api<'_>, node: usize, from: usize, data: Vec<u8>) {
-        let Some(i) =
-            self.streams.iter().zip(&self.arrivals).position(|(s, a)| s.0 == from && s.1 == node && a.len() < s.2 as usize)
+        let Some(i) = self
+            .streams
+            .iter()
+            .zip(&self.arrivals)
+            .position(|(s, a)| s.0 == from && s.1 == node && a.len() < s.2 as usize)
         else {
             self.corrupt += 1;
             return;

@@ -109,7 +109,13 @@ pub struct MpiPoint {
 const MPI_MESSAGES: u32 = 12;
 
 /// MPI-level bandwidth between (0,0,0) and (1,0,0) over `links` links with messages of `size`.
-pub fn mpi_bandwidth(p: &Platform, links: u8, size: u64, bidirectional: bool, trace: bool) -> Result<(MpiPoint, Option<Trace>), String> {
+pub fn mpi_bandwidth(
+    p: &Platform,
+    links: u8,
+    size: u64,
+    bidirectional: bool,
+    trace: bool,
+) -> Result<(MpiPoint, Option<Trace>), String> {
     if size == 0 || size > u64::from(u32::MAX) - HEADER as u64 {
         return Err(format!("MPI message size {size} B is outside 1 B..4 GiB"));
     }

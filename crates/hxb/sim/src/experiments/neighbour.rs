@@ -155,5 +155,11 @@ pub fn exchange(p: &Platform, size: u64) -> Result<ExchangeResult, String> {
     if app.damaged > 0 {
         return Err(format!("{} messages arrived damaged", app.damaged));
     }
-    Ok(ExchangeResult { nodes: world.grid().nodes(), sent: app.sent, delivered: app.delivered, finish: app.last, totals })
+    Ok(ExchangeResult {
+        nodes: world.grid().nodes(),
+        sent: app.sent,
+        delivered: app.delivered,
+        finish: app.last,
+        totals,
+    })
 }

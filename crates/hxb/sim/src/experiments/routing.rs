@@ -38,7 +38,13 @@ pub struct RoutedPoint {
 }
 
 /// Streams messages of `size` bytes through `relays` relays.
-pub fn routed_bandwidth(p: &Platform, relays: u8, links: u8, size: u64, trace: bool) -> Result<(RoutedPoint, Option<Trace>), String> {
+pub fn routed_bandwidth(
+    p: &Platform,
+    relays: u8,
+    links: u8,
+    size: u64,
+    trace: bool,
+) -> Result<(RoutedPoint, Option<Trace>), String> {
     if size == 0 {
         return Err("message size must be at least 1 B".into());
     }
@@ -83,7 +89,14 @@ impl App for PingPong {
 
 /// Half round-trip time [us] of `size`-byte messages through `relays` relays, averaged over
 /// `round_trips` ping-pongs.
-pub fn half_rtt(p: &Platform, relays: u8, links: u8, size: u64, round_trips: u32, trace: bool) -> Result<(f64, Option<Trace>), String> {
+pub fn half_rtt(
+    p: &Platform,
+    relays: u8,
+    links: u8,
+    size: u64,
+    round_trips: u32,
+    trace: bool,
+) -> Result<(f64, Option<Trace>), String> {
     if round_trips == 0 {
         return Err("at least one round trip".into());
     }
