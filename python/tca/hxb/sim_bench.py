@@ -177,7 +177,7 @@ def _bandwidth(args, path, name, trace, update) -> tuple[list[Row], str]:
                 "B",
                 r["bytes_per_second"] / 1e9,
                 "GB/s",
-                seed[0] / 1e3 if at_peak else None,
+                round(seed[0] / 1e3, 6) if at_peak else None,
                 src,
                 kind,
             )
@@ -227,7 +227,7 @@ def _bandwidth(args, path, name, trace, update) -> tuple[list[Row], str]:
                     "B",
                     r["bytes_per_second"] / 1e9,
                     "GB/s",
-                    TABLE4_NT[0] / 1e3 if at_peak else None,
+                    round(TABLE4_NT[0] / 1e3, 6) if at_peak else None,
                     src,
                 )
             )
@@ -265,7 +265,7 @@ def _bandwidth(args, path, name, trace, update) -> tuple[list[Row], str]:
                         "B",
                         r["bytes_per_second"] / 1e9,
                         "GB/s",
-                        seed[cell] / 1e3 if at_peak else None,
+                        round(seed[cell] / 1e3, 6) if at_peak else None,
                         src,
                     )
                 )
@@ -335,7 +335,7 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
                     "relays",
                     bw["bytes_per_second"] / 1e9,
                     "GB/s",
-                    cell / 1e3 if cell else None,
+                    round(cell / 1e3, 6) if cell else None,
                     f"{SEED} Table 6 (1 MiB messages)",
                 )
             )
@@ -391,7 +391,7 @@ def _neighbour(args, path, name, trace, update) -> tuple[list[Row], str]:
                         "dims",
                         r["bytes_per_second"] / 1e9,
                         "GB/s",
-                        cell / 1e3 if cell else None,
+                        round(cell / 1e3, 6) if cell else None,
                         src,
                     )
                 )
