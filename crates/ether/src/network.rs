@@ -211,12 +211,14 @@ impl World {
         self.drops.push(Lost { frame, at, cause });
     }
 
-    /// Bus DMA of `frame` for `nic`, if it has a bus; returns when it ends.
-    fn dma(&mut self, now: SimTime, nic: NicId, frame: Frame, ch: u32) -> SimTime {
+    /// Bus DMA of `frame` for `nic`, if it has a bus: a read of host memory when the port sends
+    /// (`read`), else a write; returns when it ends.
+    fn dma(&mut self, now: SimTime, nic: NicId, frame: Frame, ch: u32, read: bool) -> SimTime {
         let Some(bus) = self.nics[nic.0 as usize].bus else { return now };
         let bytes = self.channels[ch as usize].spec().framing.frame_bytes(frame.payload);
         let bus = &mut self.buses[bus.0 as usize];
-        bus.fifo.serve(now, bus.spec.dma_time(bytes)).1
+        let time = if read { bus.spec.read_time(bytes) } else { bus.spec.dma_time(bytes) };
+        bus.fifo.serve(now, time).1
     }
 
     fn send_on(&mut self, ctx: &mut Context<'_, Event>, frame: Frame, ch: u32) -> Option<SimTime> {
@@ -277,7 +279,7 @@ impl Model for World {
             }
             Event::BusOut(f) => {
                 let ch = self.nic_tx[f.src.0 as usize].expect("checked at injection");
-                let end = self.dma(now, f.src, f, ch);
+                let end = self.dma(now, f.src, f, ch, true);
                 ctx.schedule_at(end, Event::LinkTx(f, ch));
             }
             Event::LinkTx(f, ch) => {
@@ -290,7 +292,7 @@ impl Model for World {
                 }
                 Endpoint::Nic(n) if n != f.dst => self.drop_frame(f, now, DropCause::Misdelivered(n)),
                 Endpoint::Nic(n) => {
-                    let end = self.dma(now, n, f, ch);
+                    let end = self.dma(now, n, f, ch, false);
                     ctx.schedule_at(end, Event::HostRx(f));
                 }
             },
@@ -337,6 +339,23 @@ impl Network {
         while self.sim.next_time().is_some_and(|t| t <= until) {
             self.sim.step(&mut self.world, None);
         }
+    }
+
+    /// The time of the next pending event, if any: a caller that drives the network event by
+    /// event (a host model injecting frames as deliveries arrive) runs up to it with
+    /// [`Network::run_until`] and then takes the new deliveries.
+    pub fn next_time(&self) -> Option<SimTime> {
+        self.sim.next_time()
+    }
+
+    /// Removes and returns the frames delivered since the last call, in delivery order.
+    pub fn take_deliveries(&mut self) -> Vec<Delivery> {
+        std::mem::take(&mut self.world.deliveries)
+    }
+
+    /// Removes and returns the frames lost since the last call, in the order they were lost.
+    pub fn take_drops(&mut self) -> Vec<Lost> {
+        std::mem::take(&mut self.world.drops)
     }
 
     /// The time of the last event run.

@@ -5,7 +5,8 @@ use ether::{Endpoint, Frame, IoBusSpec, LinkSpec, NetworkBuilder, NicSpec};
 
 #[test]
 fn host_costs_add_to_latency_and_bound_the_packet_rate() {
-    let bus = IoBusSpec { bytes_per_second: 1_000_000_000, per_transfer: SimTime::from_ns(200) };
+    let bus =
+        IoBusSpec { bytes_per_second: 1_000_000_000, per_transfer: SimTime::from_ns(200), read_bytes_per_second: None };
     let run = |spec: NicSpec, n: u64| {
         let mut b = NetworkBuilder::new();
         let (ba, bz) = (b.bus(bus).unwrap(), b.bus(bus).unwrap());

@@ -15,6 +15,7 @@ mod api;
 mod coll;
 mod guard;
 mod hold;
+mod hxb;
 mod rank;
 mod shm;
 mod sim;
@@ -252,5 +253,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shm::shm_rank, m)?)?;
     m.add_function(wrap_pyfunction!(api::dma_flags, m)?)?;
     m.add_function(wrap_pyfunction!(api::error_codes, m)?)?;
+    hxb::register(m)?;
     Ok(())
 }

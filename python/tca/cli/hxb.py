@@ -23,6 +23,7 @@ def add_parser(subparsers) -> None:
         "bandwidth": "one-way bandwidth against message size and link count (Tables 4, 7)",
         "latency": "half round-trip time through 0, 1 and 2 relays (Table 6)",
         "neighbour": "send, receive and bidirectional to the neighbours in 1-3 dimensions (Table 5)",
+        "budget": "per-packet time budget of k links, formula and with framing (Table 2; --fabric sim)",
     }
     for name, text in helps.items():
         b = bench.add_parser(name, help=text)
@@ -57,6 +58,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 raise TcaError(f"--{option} applies to --fabric net only")
         from tca.hxb import sim_bench as module
     else:
+        if args.benchmark == "budget":
+            raise TcaError("budget applies to --fabric sim only")
         if args.platform is not None:
             raise TcaError("--platform applies to --fabric sim only")
         if getattr(args, "trace", None):
