@@ -7,11 +7,9 @@ role, 404 unknown host, device or token, 409 a conflict with the pool's state or
 413 a body over 64 KiB. The table of endpoints is in docs/expether.md ("Pool manager").
 """
 
-from __future__ import annotations
-
 import json
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -109,6 +107,13 @@ def create_app(manager: Manager) -> FastAPI:
 
         return dependency
 
+    Reader = Annotated[Caller, Depends(auth())]
+    JsonBody = Annotated[Any, Depends(json_body)]
+
+    def changer(action: str):
+        """The caller of a change; a refused one is audited as ``action``."""
+        return Annotated[Caller, Depends(auth(action))]
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> str:
         return page
@@ -118,89 +123,89 @@ def create_app(manager: Manager) -> FastAPI:
         return {"ok": True, "backend": manager.backend.name}
 
     @app.get("/api/whoami")
-    def whoami(caller: Caller = Depends(auth())) -> dict:
+    def whoami(caller: Reader) -> dict:
         return {"name": caller.name, "role": caller.role, "vlan": caller.vlan}
 
     @app.get("/api/status")
-    def status(caller: Caller = Depends(auth())) -> dict:
+    def status(caller: Reader) -> dict:
         return manager.status(caller)
 
     @app.get("/api/hosts")
-    def hosts(caller: Caller = Depends(auth())) -> list[dict]:
+    def hosts(caller: Reader) -> list[dict]:
         return manager.hosts(caller)
 
     @app.post("/api/hosts", status_code=201)
-    def create_host(body: Any = Depends(json_body), caller: Caller = Depends(auth("create-host"))) -> dict:
+    def create_host(body: JsonBody, caller: changer("create-host")) -> dict:
         manager.require_admin(caller, "create-host", "/api/hosts")
         b = fields(body, ("name", "vlan", "mac"))
         return manager.create_host(caller, b["name"], b["vlan"], b["mac"])
 
     @app.delete("/api/hosts/{ref}")
-    def delete_host(ref: str, caller: Caller = Depends(auth("delete-host"))) -> dict:
+    def delete_host(ref: str, caller: changer("delete-host")) -> dict:
         return manager.delete_host(caller, ref)
 
     @app.get("/api/devices")
-    def devices(caller: Caller = Depends(auth())) -> list[dict]:
+    def devices(caller: Reader) -> list[dict]:
         return manager.devices(caller)
 
     @app.post("/api/devices", status_code=201)
-    def create_device(body: Any = Depends(json_body), caller: Caller = Depends(auth("create-device"))) -> dict:
+    def create_device(body: JsonBody, caller: changer("create-device")) -> dict:
         manager.require_admin(caller, "create-device", "/api/devices")
         b = fields(body, ("name", "kind", "mac"))
         return manager.create_device(caller, b["name"], b["kind"], b["mac"])
 
     @app.delete("/api/devices/{ref}")
-    def delete_device(ref: str, caller: Caller = Depends(auth("delete-device"))) -> dict:
+    def delete_device(ref: str, caller: changer("delete-device")) -> dict:
         return manager.delete_device(caller, ref)
 
     @app.post("/api/devices/{ref}/assign")
-    def assign(ref: str, body: Any = Depends(json_body), caller: Caller = Depends(auth("assign"))) -> dict:
+    def assign(ref: str, body: JsonBody, caller: changer("assign")) -> dict:
         manager.require_admin(caller, "assign", ref)
         return manager.assign(caller, ref, fields(body, ("vlan",))["vlan"])
 
     @app.post("/api/devices/{ref}/unassign")
-    def unassign(ref: str, caller: Caller = Depends(auth("unassign"))) -> dict:
+    def unassign(ref: str, caller: changer("unassign")) -> dict:
         return manager.unassign(caller, ref)
 
     @app.get("/api/events")
     def events(
-        vlan: int | None = Query(None, ge=0, le=4095),
-        since: int = Query(0, ge=0),
-        limit: int = Query(200, ge=1, le=1000),
-        caller: Caller = Depends(auth()),
+        caller: Reader,
+        vlan: Annotated[int | None, Query(ge=0, le=4095)] = None,
+        since: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> list[dict]:
         return manager.events(caller, vlan, since, limit)
 
     @app.post("/api/reports", status_code=201)
-    def report(body: Any = Depends(json_body), caller: Caller = Depends(auth())) -> dict:
+    def report(body: JsonBody, caller: Reader) -> dict:
         if caller.role not in ("admin", "bridge"):
             raise PoolError(403, f"{caller.role} token {caller.name} may not send bridge reports")
         b = fields(body, ("bridge", "counters"))
         return manager.report(caller, b["bridge"], b["counters"])
 
     @app.get("/api/reports")
-    def reports(bridge: str | None = None, caller: Caller = Depends(auth())) -> list[dict]:
+    def reports(caller: Reader, bridge: str | None = None) -> list[dict]:
         return manager.reports(caller, bridge)
 
     @app.get("/api/tokens")
-    def tokens(caller: Caller = Depends(auth())) -> list[dict]:
+    def tokens(caller: Reader) -> list[dict]:
         return manager.tokens(caller)
 
     @app.post("/api/tokens", status_code=201)
-    def create_token(body: Any = Depends(json_body), caller: Caller = Depends(auth("create-token"))) -> dict:
+    def create_token(body: JsonBody, caller: changer("create-token")) -> dict:
         manager.require_admin(caller, "create-token", "/api/tokens")
         b = fields(body, ("name", "role"), ("vlan",))
         return manager.create_token(caller, b["name"], b["role"], b.get("vlan"))
 
     @app.delete("/api/tokens/{name}")
-    def revoke_token(name: str, caller: Caller = Depends(auth("revoke-token"))) -> dict:
+    def revoke_token(name: str, caller: changer("revoke-token")) -> dict:
         return manager.revoke_token(caller, name)
 
     @app.get("/api/audit")
     def audit(
-        since: int = Query(0, ge=0),
-        limit: int = Query(200, ge=1, le=1000),
-        caller: Caller = Depends(auth()),
+        caller: Reader,
+        since: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> list[dict]:
         return manager.audit(caller, since, limit)
 

@@ -25,14 +25,20 @@ def add_parser(subparsers) -> None:
     s.add_argument("--db", required=True, metavar="FILE", help="SQLite database (created if missing)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8470, help="port (default 8470; 0: a free one)")
-    s.add_argument("--admin-token", help="admin token to accept (at least 16 characters; or $TCA_POOL_ADMIN_TOKEN)")
-    s.add_argument("--backend", default="sim", help="the ExpEther system driven: sim (the protocol core's switch)")
+    s.add_argument(
+        "--admin-token", help="admin token to accept (at least 16 characters; or $TCA_POOL_ADMIN_TOKEN)"
+    )
+    s.add_argument(
+        "--backend", default="sim", help="the ExpEther system driven: sim (the protocol core's switch)"
+    )
     s.set_defaults(func=cmd_serve)
 
     def client(name: str, text: str):
         c = sub.add_parser(name, help=text)
         c.add_argument("--url", default=os.environ.get("TCA_POOL_URL", DEFAULT_URL), help="the manager's URL")
-        c.add_argument("--token", default=os.environ.get("TCA_POOL_TOKEN"), help="API token ($TCA_POOL_TOKEN)")
+        c.add_argument(
+            "--token", default=os.environ.get("TCA_POOL_TOKEN"), help="API token ($TCA_POOL_TOKEN)"
+        )
         c.add_argument("--json", action="store_true", help="print the API's JSON answer")
         c.set_defaults(func=cmd_client)
         return c
@@ -149,7 +155,7 @@ def render(command: str, answer) -> str:
             f"backend {answer['backend']}: {answer['hosts']} host(s), {answer['devices']} device(s),"
             f" {answer['assigned']} assigned"
             + (f", {answer['in_pool']} in the pool" if "in_pool" in answer else "")
-            + f" (limits: {answer['limits']['hosts']} hosts, {answer['limits']['devices_per_host']} devices per host)"
+            + " (limits: {hosts} hosts, {devices_per_host} devices per host)".format(**answer["limits"])
         ]
         for g in answer["groups"]:
             devs = ", ".join(f"{d['name']}@{d['slot']}" for d in g["devices"]) or "none"

@@ -49,7 +49,9 @@ class Client:
                 break
             except (ConnectionError, http.client.HTTPException, OSError) as e:
                 self.close()
-                if attempt or not isinstance(e, ConnectionResetError | http.client.RemoteDisconnected | BrokenPipeError):
+                if attempt or not isinstance(
+                    e, ConnectionResetError | http.client.RemoteDisconnected | BrokenPipeError
+                ):
                     raise ClientError(0, f"cannot reach the pool manager at {self.url}: {e}") from None
         try:
             return response.status, json.loads(raw) if raw else None

@@ -166,7 +166,9 @@ class Manager:
             if n:
                 raise PoolError(409, f"host {host['name']} has {n} device(s) assigned: unassign them first")
             self._backend("leave_host", host["vlan"])
-            revoked = db.execute("DELETE FROM tokens WHERE role = 'host' AND vlan = ?", (host["vlan"],)).rowcount
+            revoked = db.execute(
+                "DELETE FROM tokens WHERE role = 'host' AND vlan = ?", (host["vlan"],)
+            ).rowcount
             db.execute("DELETE FROM hosts WHERE id = ?", (host["id"],))
             return {"name": host["name"], "vlan": host["vlan"], "audit": {"tokens_revoked": revoked}}
 
@@ -195,7 +197,9 @@ class Manager:
         def fn(db, _audit):
             dev = _device(db, ref)
             if dev["vlan"] is not None:
-                raise PoolError(409, f"device {dev['name']} is assigned to VLAN {dev['vlan']}: unassign it first")
+                raise PoolError(
+                    409, f"device {dev['name']} is assigned to VLAN {dev['vlan']}: unassign it first"
+                )
             self._backend("leave_device", dev["mac"])
             db.execute("DELETE FROM devices WHERE id = ?", (dev["id"],))
             return {"name": dev["name"]}
@@ -322,7 +326,9 @@ class Manager:
             {
                 "vlan": h["vlan"],
                 "host": h["name"],
-                "devices": [{"name": d["name"], "slot": d["slot"]} for d in devices if d["vlan"] == h["vlan"]],
+                "devices": [
+                    {"name": d["name"], "slot": d["slot"]} for d in devices if d["vlan"] == h["vlan"]
+                ],
             }
             for h in hosts
         ]
@@ -353,7 +359,9 @@ class Manager:
         with self.store.read() as db:
             visible = None
             if own is not None:
-                visible = [h["mac"] for h in store.hosts(db, own)] + [d["mac"] for d in store.devices(db, own)]
+                visible = [h["mac"] for h in store.hosts(db, own)] + [
+                    d["mac"] for d in store.devices(db, own)
+                ]
             if bridge is not None:
                 m = rules.mac(bridge)
                 if visible is not None and m not in visible:

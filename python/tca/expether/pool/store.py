@@ -114,7 +114,9 @@ class Store:
             if row is None:
                 db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif row[0] != str(SCHEMA_VERSION):
-                raise sqlite3.DatabaseError(f"{self.path}: schema version {row[0]}, expected {SCHEMA_VERSION}")
+                raise sqlite3.DatabaseError(
+                    f"{self.path}: schema version {row[0]}, expected {SCHEMA_VERSION}"
+                )
 
     def connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -154,9 +156,13 @@ class Store:
 
 def hosts(db: sqlite3.Connection, vlan: int | None = None) -> list[dict]:
     sql = "SELECT id, name, vlan, mac, created FROM hosts"
-    rows = db.execute(sql + " ORDER BY vlan") if vlan is None else db.execute(sql + " WHERE vlan = ?", (vlan,))
+    rows = (
+        db.execute(sql + " ORDER BY vlan") if vlan is None else db.execute(sql + " WHERE vlan = ?", (vlan,))
+    )
     out = [dict(r) for r in rows]
-    counts = dict(db.execute("SELECT vlan, COUNT(*) FROM devices WHERE vlan IS NOT NULL GROUP BY vlan").fetchall())
+    counts = dict(
+        db.execute("SELECT vlan, COUNT(*) FROM devices WHERE vlan IS NOT NULL GROUP BY vlan").fetchall()
+    )
     for h in out:
         h["devices"] = counts.get(h["vlan"], 0)
     return out
@@ -200,7 +206,9 @@ def bridge_known(db: sqlite3.Connection, mac: str) -> str | None:
     return f"device {row[0]}" if row else None
 
 
-def add_event(db: sqlite3.Connection, kind: str, vlan: int, slot: int, device: str, audit: int | None) -> None:
+def add_event(
+    db: sqlite3.Connection, kind: str, vlan: int, slot: int, device: str, audit: int | None
+) -> None:
     db.execute(
         "INSERT INTO events (at, vlan, kind, slot, device, audit) VALUES (?, ?, ?, ?, ?, ?)",
         (now(), vlan, kind, slot, device, audit),
@@ -263,7 +271,9 @@ def reports(db: sqlite3.Connection, bridges: list[str] | None, history: str | No
     if history is not None:
         rows = db.execute("SELECT * FROM reports WHERE bridge = ? ORDER BY id", (history,))
     else:
-        rows = db.execute("SELECT * FROM reports WHERE id IN (SELECT MAX(id) FROM reports GROUP BY bridge) ORDER BY bridge")
+        rows = db.execute(
+            "SELECT * FROM reports WHERE id IN (SELECT MAX(id) FROM reports GROUP BY bridge) ORDER BY bridge"
+        )
     out = []
     for r in rows:
         if bridges is not None and r["bridge"] not in bridges:
