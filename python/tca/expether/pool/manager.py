@@ -217,7 +217,7 @@ class Manager:
                 raise PoolError(404, f"no host on VLAN {v}")
             was = dev["vlan"]
             if was == v:
-                return _assigned(dev, v, dev["slot"], [], changed=False)
+                return _assigned(dev, v, dev["slot"], [], changed=False, was=v)
             n = db.execute("SELECT COUNT(*) FROM devices WHERE vlan = ?", (v,)).fetchone()[0]
             if n >= MAX_DEVICES_PER_HOST:
                 raise PoolError(
