@@ -112,9 +112,13 @@ class Manager:
                 with self.store.write() as db:
                     audit_id = store.add_audit(db, caller.who, action, target, detail)
                     result = fn(db, audit_id)
+                    # The entry names what was changed by name, whichever reference the caller used.
                     full = dict(detail, **result.pop("audit", {}))
-                    if full != detail:
-                        db.execute("UPDATE audit SET detail = ? WHERE id = ?", (_json(full), audit_id))
+                    named = str(result.get("name", target))
+                    if full != detail or named != target:
+                        db.execute(
+                            "UPDATE audit SET detail = ?, target = ? WHERE id = ?", (_json(full), named, audit_id)
+                        )
                     result["audit"] = audit_id
                     return result
             except PoolError as e:
