@@ -89,7 +89,7 @@ def test_assign_and_unassign_through_the_page(pool, browser, tmp_path):
     assert (last["who"], last["action"], last["target"], last["result"]) == (
         "admin:admin",
         "assign",
-        "2",
+        "d1",
         "ok",
     )
     wait.until(lambda _: ["20", "h20", "d1 (0)"] in rows("groups"))
