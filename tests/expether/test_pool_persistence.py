@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from pool_helpers import ADMIN, ROOT, PoolServer, check_consistent, mac, populate
 from tca.expether.pool.client import Client
 
@@ -120,3 +121,32 @@ def run(*args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=60,
     )
+
+
+def test_a_failed_transaction_restores_the_switch(tmp_path, monkeypatch):
+    # The database fails after the switch took the change: the switch is rebuilt from the
+    # database, so the two never disagree.
+    import sqlite3
+
+    from tca.expether.pool import store
+    from tca.expether.pool.backend import SimBackend
+    from tca.expether.pool.manager import Caller, Manager
+
+    admin = Caller("admin", "admin")
+    m = Manager(store.Store(tmp_path / "pool.db"), SimBackend())
+    m.create_host(admin, "h10", 10, mac(1, 10))
+    m.create_device(admin, "d0", "ssd", mac(2, 0))
+    m.create_device(admin, "d1", "ssd", mac(2, 1))
+    m.assign(admin, "d0", 10)
+
+    def broken(*_args, **_kw):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store, "add_event", broken)
+    with pytest.raises(sqlite3.OperationalError):
+        m.assign(admin, "d1", 10)
+    assert m.backend.switch.host_of(mac(2, 1)) is None
+    assert m.backend.switch.devices_of(10) == [(0, mac(2, 0))]
+    monkeypatch.undo()
+    assert [(d["name"], d["vlan"]) for d in m.devices(admin)] == [("d0", 10), ("d1", None)]
+    assert m.assign(admin, "d1", 10)["slot"] == 1
