@@ -48,6 +48,7 @@ class Manager:
         self.store = db
         self.backend = backend
         self.lock = threading.Lock()
+        self._touched = False  # whether the change under way has reached the backend
         self._restore()
 
     def _restore(self) -> None:
@@ -117,7 +118,8 @@ class Manager:
                     named = str(result.get("name", target))
                     if full != detail or named != target:
                         db.execute(
-                            "UPDATE audit SET detail = ?, target = ? WHERE id = ?", (_json(full), named, audit_id)
+                            "UPDATE audit SET detail = ?, target = ? WHERE id = ?",
+                            (_json(full), named, audit_id),
                         )
                     result["audit"] = audit_id
                     return result

@@ -9,6 +9,7 @@ number.
 
 from __future__ import annotations
 
+import math
 import re
 
 MAX_VLAN = 4095
@@ -79,7 +80,7 @@ def counters(value: object) -> dict[str, int | float]:
             raise bad(f"counter name {key!r}: expected lower-case letters, digits, '_', '.' or '-'")
         if isinstance(number, bool) or not isinstance(number, int | float):
             raise bad(f"counter {key}: {number!r} is not a number")
-        if number < 0 or number != number or number in (float("inf"),):
+        if not math.isfinite(number) or number < 0:
             raise bad(f"counter {key}: {number!r} is not a finite non-negative number")
         out[key] = number
     return out
