@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.requirements-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup native demo test test-rust test-python examples-rust examples-expected bench lint clean
+.PHONY: all setup native demo test test-rust test-python examples-rust examples-expected bench lint clean browser
 
 all: native
 
@@ -35,7 +35,7 @@ test-rust:
 	cargo test --release --workspace --exclude tca-py
 
 # tests/test_examples.py runs the Rust, Python and C examples against tests/examples/*.out.
-test-python: native examples examples-rust
+test-python: native examples examples-rust browser
 	$(PY) -m pytest -q
 
 examples-rust:
@@ -60,6 +60,16 @@ lint: native
 
 clean:
 	rm -rf $(VENV) target out
+
+# Debian's Chromium and its WebDriver, for the browser test of the ExpEther pool manager's page
+# (tests/expether/test_pool_browser.py). Installs only as root; otherwise that test is skipped.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "make browser: installing chromium and chromium-driver"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+	  echo "make browser: installation failed (no package mirror?): the browser test is skipped"; \
+	else echo "make browser: not root (or no apt-get): install chromium and chromium-driver for the browser test"; fi
 
 # ---- real fabric (shm): libtca.so, C examples, MPI comparison (docs/shm-fabric.md) ----
 

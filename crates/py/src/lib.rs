@@ -13,6 +13,7 @@ use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
 
 mod api;
 mod coll;
+mod expether;
 mod guard;
 mod hold;
 mod hxb;
@@ -243,6 +244,7 @@ fn parse_quantity(text: &str, dimension: &str, spelling: &str) -> PyResult<f64> 
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Platform>()?;
     m.add_class::<Trace>()?;
+    m.add_class::<expether::VirtualSwitch>()?;
     m.add_function(wrap_pyfunction!(simulate_dma, m)?)?;
     m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
     m.add_function(wrap_pyfunction!(hold::hold_model_rate, m)?)?;

@@ -1,0 +1,76 @@
+"""``tca expether pool serve``: the pool manager on one SQLite file, served by uvicorn.
+
+One manager per database: the manager holds an exclusive lock on ``DB.lock`` while it runs,
+because the backend's state lives in the manager's process. ``--port 0`` takes a free port;
+the first line on stdout names the URL.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import socket
+import sqlite3
+import sys
+from pathlib import Path
+
+from tca import TcaError
+from tca.expether.pool.backend import BackendError, make_backend
+from tca.expether.pool.rules import PoolError
+
+TOKEN_ENV = "TCA_POOL_ADMIN_TOKEN"
+
+
+def serve(db: str, host: str, port: int, admin_token: str | None, backend: str) -> int:
+    import uvicorn
+
+    from tca.expether.pool.api import create_app
+    from tca.expether.pool.manager import Manager
+    from tca.expether.pool.store import Store
+
+    path = Path(db)
+    if not path.parent.is_dir():
+        raise TcaError(f"--db {db}: directory {path.parent} does not exist")
+    if not 0 <= port <= 65535:
+        raise TcaError(f"--port {port}: expected 0..65535")
+    lock = open(f"{path}.lock", "a+")  # noqa: SIM115 - held for the life of the server
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise TcaError(f"--db {db}: another pool manager is serving this database") from None
+    try:
+        system = make_backend(backend)
+        manager = Manager(Store(path), system)
+    except BackendError as e:
+        raise TcaError(str(e)) from None
+    except sqlite3.DatabaseError as e:
+        raise TcaError(f"--db {db}: not a pool database ({e})") from None
+
+    token = admin_token or os.environ.get(TOKEN_ENV)
+    try:
+        if token:
+            manager.ensure_admin_token(token)
+        elif not manager.has_admin_token():
+            token = secrets.token_urlsafe(24)
+            manager.ensure_admin_token(token)
+            print(f"tca expether pool: new admin token (shown once): {token}", file=sys.stderr, flush=True)
+    except PoolError as e:
+        raise TcaError(f"--admin-token: {e.message}") from None
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on each connection (no 40 ms
+    # delayed-ACK stalls on kept-alive connections).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        raise TcaError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    print(f"tca expether pool: http://{shown}:{bound}/ (database {db}, backend {backend})", flush=True)
+    config = uvicorn.Config(create_app(manager), log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
