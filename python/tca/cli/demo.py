@@ -84,6 +84,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     shm_against_mpi()
     collectives(out)
+    from tca.hxb import demo as hxb_demo
+
+    hxb_demo.table4(out)
     return 0
 
 
