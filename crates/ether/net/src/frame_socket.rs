@@ -13,6 +13,13 @@
 //! [`crate::RxStats::drops`]) when the slot at its head is still held: a slot held for a whole
 //! turn of the ring stalls reception until it is released. Size the ring for the longest hold.
 //!
+//! VLAN tags: the kernel takes the 802.1Q tag off every received frame (`skb_vlan_untag`) and
+//! clears it before the frame reaches a socket bound to one EtherType. A socket opened with
+//! [`FrameSocket::open_all`] therefore listens to every EtherType of its interface (its own sent
+//! frames skipped by `PACKET_IGNORE_OUTGOING`) and, when a slot is taken, puts the tag the
+//! kernel reports in the slot header (`tp_vlan_tci`, `tp_vlan_tpid`) back in front of the
+//! EtherType, in place, so the caller reads the frame as it was sent.
+//!
 //! Layouts from `linux/if_packet.h`: struct tpacket_req, struct tpacket2_hdr.
 
 use std::time::Duration;
@@ -26,11 +33,24 @@ const PACKET_VERSION: libc::c_int = 10;
 const PACKET_STATISTICS: libc::c_int = 6;
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
+const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const ETH_P_ALL: u16 = 0x0003;
+/// The 802.1Q tag protocol id, assumed when the kernel reports none.
+const TPID_8021Q: u16 = 0x8100;
+/// Bytes of a VLAN tag.
+const TAG_LEN: usize = 4;
+/// TPACKET2_HDRLEN: the slot header and the sockaddr_ll after it, which a restored tag must
+/// not overwrite (the kernel leaves 14 bytes of room before the frame, `tpacket_rcv`).
+const HDR_LEN: usize = 32 + std::mem::size_of::<libc::sockaddr_ll>();
 // Offsets in struct tpacket2_hdr.
 const H_STATUS: usize = 0;
 const H_LEN: usize = 4;
 const H_SNAPLEN: usize = 8;
 const H_MAC: usize = 12;
+const H_VLAN_TCI: usize = 24;
+const H_VLAN_TPID: usize = 26;
 
 /// `struct tpacket_req`.
 #[repr(C)]
@@ -73,6 +93,8 @@ pub struct FrameSocket {
     /// The next slot the kernel fills after the ones already taken.
     next: u32,
     held: Vec<bool>,
+    /// Every EtherType, with VLAN tags restored ([`FrameSocket::open_all`]).
+    all: bool,
     ifname: String,
     ifindex: i32,
     mac: MacAddr,
@@ -85,6 +107,17 @@ impl FrameSocket {
     /// Opens a socket on interface `ifname` of the calling thread's namespace, receiving frames
     /// of [`ETHERTYPE`] into a slot ring of shape `spec`. Needs CAP_NET_RAW.
     pub fn open(ifname: &str, spec: SlotSpec) -> Result<Self, NetError> {
+        Self::open_with(ifname, spec, false)
+    }
+
+    /// As [`FrameSocket::open`], but receiving frames of every EtherType except the socket's
+    /// own sent ones, each with its 802.1Q tag, if it had one, back in place (module docs).
+    /// For links that carry only the caller's protocol.
+    pub fn open_all(ifname: &str, spec: SlotSpec) -> Result<Self, NetError> {
+        Self::open_with(ifname, spec, true)
+    }
+
+    fn open_with(ifname: &str, spec: SlotSpec, all: bool) -> Result<Self, NetError> {
         if spec.slot_size < 2048 || !spec.slot_size.is_multiple_of(16) {
             return Err(NetError::Invalid(format!(
                 "slot size {} B: a multiple of 16 of at least 2 KiB",
@@ -143,14 +176,19 @@ impl FrameSocket {
             spec,
             next: 0,
             held: vec![false; spec.slots as usize],
+            all,
             ifname: ifname.to_string(),
             ifindex,
             mac,
         };
+        if all {
+            let one: libc::c_int = 1;
+            setopt(fd, sol, PACKET_IGNORE_OUTGOING, &one, ifname, "PACKET_IGNORE_OUTGOING")?;
+        }
         // SAFETY: sockaddr_ll is plain data; zero is a valid start.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETHERTYPE.to_be();
+        sll.sll_protocol = if all { ETH_P_ALL } else { ETHERTYPE }.to_be();
         sll.sll_ifindex = ifindex;
         // SAFETY: a valid sockaddr_ll of the stated size.
         let rc = unsafe {
@@ -214,7 +252,43 @@ impl FrameSocket {
         }
         self.held[slot as usize] = true;
         self.next = (slot + 1) % self.spec.slots;
+        if self.all {
+            self.restore_tag(slot);
+        }
         Some(slot)
+    }
+
+    /// Puts the VLAN tag the kernel took off the frame in held slot `slot` back in front of its
+    /// EtherType: the MAC addresses move 4 bytes towards the header, and the header's frame
+    /// offset and lengths follow.
+    fn restore_tag(&mut self, slot: u32) {
+        let h = self.header(slot);
+        let status = self.status(slot);
+        if status & TP_STATUS_VLAN_VALID == 0 {
+            return;
+        }
+        let (mac, len) = self.bounds(slot);
+        if mac < HDR_LEN + TAG_LEN || len < 12 {
+            return;
+        }
+        // SAFETY: header words and bytes mac-4..mac+12 of a slot this process holds; the range
+        // starts after the sockaddr_ll and lies inside the slot (bounds clamps to it).
+        unsafe {
+            let tci = std::ptr::read_volatile(h.add(H_VLAN_TCI).cast::<u16>());
+            let tpid = match status & TP_STATUS_VLAN_TPID_VALID {
+                0 => TPID_8021Q,
+                _ => std::ptr::read_volatile(h.add(H_VLAN_TPID).cast::<u16>()),
+            };
+            std::ptr::copy(h.add(mac), h.add(mac - TAG_LEN), 12);
+            let tag = h.add(mac - TAG_LEN + 12);
+            std::ptr::copy_nonoverlapping(tpid.to_be_bytes().as_ptr(), tag, 2);
+            std::ptr::copy_nonoverlapping(tci.to_be_bytes().as_ptr(), tag.add(2), 2);
+            std::ptr::write_volatile(h.add(H_MAC).cast::<u16>(), (mac - TAG_LEN) as u16);
+            for word in [H_SNAPLEN, H_LEN] {
+                let w = h.add(word).cast::<u32>();
+                std::ptr::write_volatile(w, std::ptr::read_volatile(w) + TAG_LEN as u32);
+            }
+        }
     }
 
     /// Whether POLLIN on [`fd`](FrameSocket::fd) would be reported with no new frame: the
@@ -295,14 +369,7 @@ impl FrameSocket {
 
     /// Waits up to `timeout` until a frame may be ready; returns whether POLLIN was reported.
     pub fn wait(&self, timeout: Duration) -> Result<bool, NetError> {
-        let mut pfd = libc::pollfd { fd: self.fd, events: libc::POLLIN, revents: 0 };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err(NetError::last_os(format!("poll on {}", self.ifname), "CAP_NET_RAW"));
-        }
-        Ok(rc > 0)
+        wait_any(&[self], timeout)
     }
 
     /// The kernel's counters since the last call (reading resets them).
@@ -327,4 +394,18 @@ impl Drop for FrameSocket {
             libc::close(self.fd);
         }
     }
+}
+
+/// Waits until one of `sockets` may have a frame (POLLIN) or `timeout` has passed, with
+/// nanosecond resolution; returns whether one may.
+pub fn wait_any(sockets: &[&FrameSocket], timeout: Duration) -> Result<bool, NetError> {
+    let mut fds: Vec<libc::pollfd> =
+        sockets.iter().map(|s| libc::pollfd { fd: s.fd, events: libc::POLLIN, revents: 0 }).collect();
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
+    // SAFETY: a valid array of pollfd and a valid timespec; no signal mask change.
+    let rc = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        return Err(NetError::last_os("ppoll on frame sockets", "CAP_NET_RAW"));
+    }
+    Ok(rc > 0)
 }

@@ -9,7 +9,8 @@
 //!   ring ([`ring`]) block by block without copying;
 //! - [`frame_socket`]: the same socket with a TPACKET_V2 ring of frame slots, each taken,
 //!   read in place and released by index (the receive buffers of a zero-copy protocol), with a
-//!   wake-up per frame.
+//!   wake-up per frame; optionally for every EtherType with 802.1Q tags put back in place;
+//! - [`faults`]: seeded loss and duplication injected on receipt, for kernels without netem.
 //!
 //! Everything runs `ip` and `tc` from iproute2 and needs root (CAP_NET_ADMIN, CAP_NET_RAW);
 //! every failure is a [`NetError`] that prints as one line.
@@ -18,6 +19,7 @@
 
 mod cmd;
 pub mod error;
+pub mod faults;
 pub mod frame_socket;
 pub mod mac;
 pub mod netns;
@@ -26,7 +28,8 @@ pub mod socket;
 pub mod testbed;
 
 pub use error::NetError;
-pub use frame_socket::{FrameSocket, SlotSpec};
+pub use faults::{Fate, FaultInjector, RxFaults};
+pub use frame_socket::{wait_any, FrameSocket, SlotSpec};
 pub use mac::{write_header, MacAddr, ETHERTYPE, HEADER_LEN};
 pub use netns::{command, run_in};
 pub use ring::{Block, Frame, FrameId, Frames, RingSpec};
