@@ -18,12 +18,11 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ether_net::{write_header, FrameSocket, MacAddr, HEADER_LEN as ETH_LEN};
+use ether_net::{write_header, Fate, FaultInjector, FrameSocket, MacAddr, HEADER_LEN as ETH_LEN};
 use hxb_proto::{Coord, Disposition, Event, Header, HeaderView, Node, Stats, HEADER_LEN};
 
 use crate::buffers::{Buffer, Buffers};
 use crate::endpoint::PortSpec;
-use crate::faults::{Fate, Injector};
 use crate::wake::Wake;
 
 /// A message and the node it goes to or comes from.
@@ -71,7 +70,7 @@ pub(crate) struct Driver {
     /// Index into `links` by protocol port.
     by_port: HashMap<u16, usize>,
     buffers: Buffers,
-    faults: Option<Injector>,
+    faults: Option<FaultInjector>,
     commands: Receiver<Message>,
     messages: Sender<Message>,
     /// Messages being assembled, by sender.
@@ -94,7 +93,7 @@ impl Driver {
         ports: Vec<PortSpec>,
         sockets: Vec<FrameSocket>,
         spares: u32,
-        faults: Option<Injector>,
+        faults: Option<FaultInjector>,
         (commands, messages): (Receiver<Message>, Sender<Message>),
         shared: Arc<Shared>,
     ) -> Driver {

@@ -7,11 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ether_net::{run_in, FrameSocket, MacAddr, SlotSpec};
+use ether_net::{run_in, FaultInjector, FrameSocket, MacAddr, SlotSpec};
 use hxb_proto::{Config, Coord, Node, Stats};
 
 use crate::driver::{Driver, Shared, Status};
-use crate::faults::Injector;
 use crate::wake::Wake;
 use crate::{HxbNetError, RxFaults};
 
@@ -83,7 +82,8 @@ impl Endpoint {
         if cfg.ports.len() >= 1 << 15 {
             return Err(HxbNetError::Config("too many ports".into()));
         }
-        let faults = cfg.faults.clone().map(Injector::new).transpose().map_err(HxbNetError::Config)?;
+        let faults =
+            cfg.faults.clone().map(FaultInjector::new).transpose().map_err(|e| HxbNetError::Config(e.to_string()))?;
         let ring = cfg.ring;
         let names: Vec<String> = cfg.ports.iter().map(|p| p.ifname.clone()).collect();
         let sockets = run_in(&cfg.netns, move || {

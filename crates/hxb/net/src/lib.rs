@@ -30,9 +30,8 @@ mod buffers;
 mod driver;
 pub mod endpoint;
 pub mod error;
-pub mod faults;
 mod wake;
 
 pub use endpoint::{Endpoint, EndpointConfig, PortSpec};
 pub use error::HxbNetError;
-pub use faults::RxFaults;
+pub use ether_net::RxFaults;
