@@ -43,6 +43,12 @@ pub enum NetError {
 }
 
 impl NetError {
+    /// Whether this is a send refused because the interface's queue (e.g. a tbf's) was full
+    /// (ENOBUFS): back-pressure, not a broken socket.
+    pub fn is_queue_full(&self) -> bool {
+        matches!(self, Self::Os { source, .. } if source.raw_os_error() == Some(libc::ENOBUFS))
+    }
+
     /// The error of the last system call: `NotPermitted` for EPERM/EACCES, else `Os`.
     pub(crate) fn last_os(what: impl Into<String>, capability: &'static str) -> Self {
         Self::from_io(what, capability, io::Error::last_os_error())

@@ -5,9 +5,9 @@
 //! mapped into the process once, when the socket opens; the kernel copies a received frame into
 //! the next slot and passes the slot's index; the process reads the frame in place and returns
 //! the slot whenever it is done, in any order (a relay may even rewrite the header in place and
-//! send the slot's bytes on another socket). Unlike the block ring of [`crate::PacketSocket`],
-//! the kernel wakes a waiting reader for every frame, so small messages are not delayed by a
-//! block retire timer.
+//! send the slot's bytes on another socket). Unlike a TPACKET_V3 block ring, the kernel wakes a
+//! waiting reader for every frame, so small messages are not delayed by a block retire timer
+//! (at least 1 ms).
 //!
 //! The kernel fills slots strictly in ring order and drops a frame (counted in
 //! [`crate::RxStats::drops`]) when the slot at its head is still held: a slot held for a whole
@@ -353,7 +353,9 @@ impl FrameSocket {
     }
 
     /// Sends one whole frame (header from [`crate::write_header`] and payload, without FCS),
-    /// through the interface's qdisc. Blocks only if the 8 MiB send buffer is full.
+    /// through the interface's qdisc. Blocks only if the 8 MiB send buffer is full; a qdisc
+    /// whose queue is full refuses the frame ([`NetError::is_queue_full`]), and the caller
+    /// decides whether to offer it again or count it lost.
     pub fn send(&self, frame: &[u8]) -> Result<(), NetError> {
         // SAFETY: a valid buffer of frame.len() bytes on an open socket.
         let n = unsafe { libc::send(self.fd, frame.as_ptr().cast(), frame.len(), 0) };

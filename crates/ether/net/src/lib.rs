@@ -1,15 +1,14 @@
 //! Real Ethernet links on Linux, for the protocols whose simulated links live in `ether`.
 //!
-//! Two pieces, one idea per file:
+//! The pieces, one idea per file:
 //! - [`testbed`]: a guard that creates network namespaces joined by veth pairs (optionally
 //!   rate-limited by tc tbf) or attached to a bridge, and deletes all of it on drop;
 //!   [`netns`] runs code inside one of its namespaces;
-//! - [`socket`]: an AF_PACKET socket bound to one interface for frames of the local
-//!   experimental EtherType 0x88B5 ([`mac`]), receiving through a TPACKET_V3 memory-mapped
-//!   ring ([`ring`]) block by block without copying;
-//! - [`frame_socket`]: the same socket with a TPACKET_V2 ring of frame slots, each taken,
-//!   read in place and released by index (the receive buffers of a zero-copy protocol), with a
-//!   wake-up per frame; optionally for every EtherType with 802.1Q tags put back in place;
+//! - [`frame_socket`]: an AF_PACKET socket bound to one interface for frames of the local
+//!   experimental EtherType 0x88B5 ([`mac`]) with a TPACKET_V2 ring of frame slots, each
+//!   taken, read in place and released by index (the receive buffers of a zero-copy protocol),
+//!   with a wake-up per frame; optionally for every EtherType with 802.1Q tags put back in
+//!   place ([`socket`]: what it shares with the kernel's packet-socket interface);
 //! - [`faults`]: seeded loss and duplication injected on receipt, for kernels without netem.
 //!
 //! Everything runs `ip` and `tc` from iproute2 and needs root (CAP_NET_ADMIN, CAP_NET_RAW);
@@ -23,7 +22,6 @@ pub mod faults;
 pub mod frame_socket;
 pub mod mac;
 pub mod netns;
-pub mod ring;
 pub mod socket;
 pub mod testbed;
 
@@ -32,8 +30,7 @@ pub use faults::{Fate, FaultInjector, RxFaults};
 pub use frame_socket::{wait_any, FrameSocket, SlotSpec};
 pub use mac::{write_header, MacAddr, ETHERTYPE, HEADER_LEN};
 pub use netns::{command, run_in};
-pub use ring::{Block, Frame, FrameId, Frames, RingSpec};
-pub use socket::{PacketSocket, RxStats};
+pub use socket::RxStats;
 pub use testbed::{remove_leftovers, Bridge, Link, LinkSpec, Port, RateLimit, Testbed, VethPair, PREFIX};
 
 /// Why real links cannot be used here, or `None` if they can: not root, no iproute2, or no

@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use ether_net::{run_in, LinkSpec, NetError, PacketSocket, RateLimit, RingSpec, Testbed};
+use ether_net::{run_in, FrameSocket, LinkSpec, NetError, RateLimit, SlotSpec, Testbed};
 
 fn output(args: &[&str]) -> String {
     let out = Command::new("ip").args(args).output().unwrap();
@@ -102,13 +102,13 @@ fn a_socket_without_cap_net_raw_fails_with_one_line() {
     let a = tb.add_namespace("a").unwrap();
     let err = run_in(&a, || {
         drop_net_raw();
-        PacketSocket::open("lo", RingSpec::default()).unwrap_err()
+        FrameSocket::open("lo", SlotSpec::default()).unwrap_err()
     })
     .unwrap();
     let msg = err.to_string();
     assert!(matches!(err, NetError::NotPermitted { .. }), "{msg}");
     assert_eq!(msg, "AF_PACKET socket: operation not permitted (needs root or CAP_NET_RAW)");
-    let err = run_in(&a, || PacketSocket::open("l9p9", RingSpec::default()).unwrap_err()).unwrap();
+    let err = run_in(&a, || FrameSocket::open("l9p9", SlotSpec::default()).unwrap_err()).unwrap();
     assert!(err.to_string().starts_with("no interface l9p9 in this namespace"), "{err}");
 }
 

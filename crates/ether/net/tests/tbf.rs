@@ -1,11 +1,11 @@
 //! A link limited to 100 Mb/s by tbf carries 100 Mb/s (±10 %), and nothing is dropped: the
-//! sender blocks on its send buffer while the qdisc queue holds the excess.
+//! sender offers a frame again while the qdisc's queue is full.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use ether_net::{run_in, LinkSpec, PacketSocket, RateLimit, RingSpec, HEADER_LEN};
+use ether_net::{run_in, FrameSocket, LinkSpec, RateLimit, SlotSpec, HEADER_LEN};
 
 const RATE: u64 = 100_000_000;
 const LEN: usize = HEADER_LEN + 1500;
@@ -19,8 +19,8 @@ fn tbf_limits_the_link_rate() {
     let b = tb.add_namespace("b").unwrap();
     let link = tb.add_link(&a, &b, &LinkSpec::new(1).rate(RateLimit::new(RATE))).unwrap();
     let pair = &link.pairs[0];
-    let tx = run_in(&a, || PacketSocket::open(&pair.a.ifname, RingSpec::default())).unwrap().unwrap();
-    let mut rx = run_in(&b, || PacketSocket::open(&pair.b.ifname, RingSpec::default())).unwrap().unwrap();
+    let tx = run_in(&a, || FrameSocket::open(&pair.a.ifname, SlotSpec::default())).unwrap().unwrap();
+    let mut rx = run_in(&b, || FrameSocket::open(&pair.b.ifname, SlotSpec::default())).unwrap().unwrap();
     let (src, dst) = (tx.mac(), rx.mac());
 
     let (n, bytes, span) = std::thread::scope(|s| {
@@ -28,27 +28,38 @@ fn tbf_limits_the_link_rate() {
             let mut frame = vec![0u8; LEN];
             for seq in 0..FRAMES {
                 common::fill(&mut frame, dst, src, 0, seq);
-                tx.send(&frame).unwrap();
+                while let Err(e) = tx.send(&frame) {
+                    assert!(e.is_queue_full(), "{e}");
+                    std::thread::sleep(Duration::from_micros(100));
+                }
             }
         });
         let deadline = Instant::now() + Duration::from_secs(3);
-        let (mut n, mut bytes, mut first, mut last) = (0u64, 0u64, None, Duration::ZERO);
+        let (mut n, mut bytes, mut first, mut last) = (0u64, 0u64, None, None);
         while n < FRAMES && Instant::now() < deadline {
-            let Some(block) = rx.recv_block(Duration::from_millis(100)).unwrap() else { continue };
-            for f in block.frames() {
-                assert_eq!(common::check(f.data, dst, src, 0, LEN).unwrap(), n);
-                // The rate is measured from the first frame's arrival, so that frame's bytes
-                // are not part of it.
-                if first.is_none() {
-                    first = Some(f.timestamp);
-                } else {
-                    bytes += f.data.len() as u64;
-                }
-                last = f.timestamp;
-                n += 1;
+            let Some(slot) = rx.take() else {
+                rx.wait(Duration::from_millis(100)).unwrap();
+                continue;
+            };
+            let f = rx.frame(slot);
+            assert_eq!(common::check(f, dst, src, 0, LEN).unwrap(), n);
+            // The reader wakes for every frame, so its clock marks arrivals. The rate is
+            // measured from the first frame's arrival, so that frame's bytes are not part of it.
+            let now = Instant::now();
+            if first.is_none() {
+                first = Some(now);
+            } else {
+                bytes += f.len() as u64;
             }
+            rx.release(slot);
+            last = Some(now);
+            n += 1;
         }
-        (n, bytes, last.saturating_sub(first.unwrap_or(last)))
+        let span = match (first, last) {
+            (Some(a), Some(b)) => b - a,
+            _ => Duration::ZERO,
+        };
+        (n, bytes, span)
     });
     assert_eq!(n, FRAMES, "frames lost under the rate limit");
     let measured = bytes as f64 * 8.0 / span.as_secs_f64();

@@ -1,7 +1,7 @@
 //! PM/Ethernet-HXB over real Linux links (seed 004; shared/systems/hxb.md): one
 //! [`hxb_proto::Node`] driven over AF_PACKET sockets, k per dimension, in real time.
 //!
-//! An [`Endpoint`] owns a thread that owns the node and one [`ether_net::PacketSocket`] per
+//! An [`Endpoint`] owns a thread that owns the node and one [`ether_net::FrameSocket`] per
 //! port (port `dim * k + link`, as hxb-proto numbers them). Time is [`std::time::Instant`]
 //! since the endpoint started, in picoseconds; retransmission follows
 //! [`hxb_proto::Node::poll_timeout`]. Receive is zero-copy as in the seed's skbuf pre-map
