@@ -339,6 +339,12 @@ impl Network {
         }
     }
 
+    /// The time of the next event, if any: a driver that interleaves its own events with the
+    /// network's runs [`Network::run_until`] up to it.
+    pub fn next_time(&self) -> Option<SimTime> {
+        self.sim.next_time()
+    }
+
     /// The time of the last event run.
     pub fn now(&self) -> SimTime {
         self.sim.now()
