@@ -13,6 +13,7 @@ use tca_sim::experiment::{run_dma, DmaRun, Endpoint};
 
 mod api;
 mod coll;
+mod expether;
 mod guard;
 mod hold;
 mod rank;
@@ -252,5 +253,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shm::shm_rank, m)?)?;
     m.add_function(wrap_pyfunction!(api::dma_flags, m)?)?;
     m.add_function(wrap_pyfunction!(api::error_codes, m)?)?;
+    expether::register(m)?;
     Ok(())
 }

@@ -6,6 +6,7 @@
     tca run -n N [--fabric shm|sim --platform P] PROGRAM [ARGS...]
     tca cc [compiler options] FILE.c ... -o PROGRAM
     tca hxb bench bandwidth|latency|neighbour [--platform P | --fabric net] ...
+    tca expether bench aggregation|latency [--platform P] ...
     tca victream bench|optimal ...
     tca demo [--out DIR]
 
@@ -18,7 +19,7 @@ import argparse
 import sys
 
 from tca import TcaError
-from tca.cli import bench, cc, demo, hxb, platforms, run, victream
+from tca.cli import bench, cc, demo, expether, hxb, platforms, run, victream
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tca", description="Tightly Coupled Accelerators: simulated platforms and benchmarks."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (platforms, bench, demo, run, cc, hxb, victream):
+    for command in (platforms, bench, demo, run, cc, hxb, expether, victream):
         command.add_parser(sub)
     return parser
 
