@@ -89,11 +89,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if want("loss") {
         for l in x::loss(&p)? {
             println!(
-                "loss {:.3} %: {:?} {:>7.1} MB/s mean {:.1} us",
+                "loss {:.3} %: {:?} {:>7.1} MB/s mean {:.1} us, {} retransmission rounds",
                 100.0 * l.loss,
                 l.verdict,
                 l.bandwidth / 1e6,
-                l.mean_latency_us
+                l.mean_latency_us,
+                l.rounds
             );
         }
     }

@@ -84,6 +84,8 @@ pub struct PathStats {
     pub failed_at: Option<SimTime>,
     /// TLPs dropped because the path failed.
     pub tlps_dropped: u64,
+    /// The protocol counters of the bridges, [host, device].
+    pub bridges: [expether_proto::Stats; 2],
 }
 
 impl PathStats {
@@ -198,12 +200,7 @@ impl EtherPath {
 
     /// The counters so far.
     pub fn stats(&self) -> PathStats {
-        self.stats
-    }
-
-    /// The protocol counters of `side`'s bridge.
-    pub fn bridge_stats(&self, side: Side) -> expether_proto::Stats {
-        self.bridges[side.index()].stats()
+        PathStats { bridges: [self.bridges[0].stats(), self.bridges[1].stats()], ..self.stats }
     }
 
     /// TLPs `side` has on their way into its bridge.

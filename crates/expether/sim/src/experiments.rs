@@ -5,7 +5,9 @@
 //! Set-ups (§4.2.1-§4.2.2): the PCIe SSD behind ExpEther over `ethernet.paths` paths (2 x 10GbE
 //! in the prototype), with or without a switch (Fig. 4.3); the GPU over one path, no switch
 //! (§4.2.1); the RAID-0 over one 10GbE path (Fig. 4.9), aggregating up to `bridge.max_tlps` TLPs
-//! (10, §4.2.2) or one. The SSD experiments aggregate as the prototype's bridge does.
+//! (10, §4.2.2) or one. The SSD and GPU experiments of §4.2.1 ran on the first prototype,
+//! before aggregation (§4.2.2 describes the aggregation prototype separately): one TLP per
+//! frame (Fig. 3.4(a)).
 
 use crate::block::BlockJob;
 use crate::platform::Platform;
@@ -56,9 +58,9 @@ fn opts() -> RunOptions {
     RunOptions::default()
 }
 
-/// The SSD behind ExpEther as in Fig. 4.3(b).
+/// The SSD behind ExpEther as in Fig. 4.3(b): `ethernet.paths` paths, one TLP per frame.
 pub fn ssd_attach(p: &Platform, switch: bool) -> Attach {
-    Attach::ExpEther { paths: p.paths, switch, max_tlps: p.proto.max_tlps }
+    Attach::ExpEther { paths: p.paths, switch, max_tlps: 1 }
 }
 
 /// One point of Fig. 4.4.
@@ -253,7 +255,7 @@ pub fn sssp(p: &Platform) -> Result<Vec<SsspPoint>, SimError> {
         .map(|&vertices| {
             let g = SsspGraph { vertices, degree: p.sssp.degree, iterations: p.sssp.iterations };
             let (local, _) = run::sssp(p, &g, Attach::Local, &opts())?;
-            let path = Attach::ExpEther { paths: 1, switch: false, max_tlps: p.proto.max_tlps };
+            let path = Attach::ExpEther { paths: 1, switch: false, max_tlps: 1 };
             let (remote, _) = run::sssp(p, &g, path, &opts())?;
             Ok(SsspPoint { vertices, local_us: local.as_us_f64(), expether_us: remote.as_us_f64() })
         })
@@ -288,7 +290,8 @@ pub fn loss(p: &Platform) -> Result<Vec<LossPoint>, SimError> {
             let r = run::block(p, d, ssd_attach(p, false), job, &o)?;
             let path = r.path.unwrap_or_default();
             let verdict = p.ssd.tolerance.judge(path.failed_at.is_some(), r.worst);
-            Ok(LossPoint { loss, verdict, bandwidth: r.bandwidth, mean_latency_us: r.mean_latency_us, rounds: 0 })
+            let rounds = path.bridges.iter().map(|b| b.dup_ack_rounds + b.timeout_rounds).sum();
+            Ok(LossPoint { loss, verdict, bandwidth: r.bandwidth, mean_latency_us: r.mean_latency_us, rounds })
         })
         .collect()
 }

@@ -29,7 +29,7 @@ fn mistakes_are_one_line_naming_file_and_key() {
     let good = shipped("expether-prototype");
     let cases = [
         (
-            good.replace("latency = { value = \"0.78 us\"", "latency = { value = \"0.78 GB\""),
+            good.replace("latency = { value = \"1.02 us\"", "latency = { value = \"1.02 GB\""),
             "x.toml: bridge.latency: expected a time",
         ),
         (
