@@ -38,7 +38,11 @@ fn expether_platform<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py
 /// the bandwidth without and with aggregation [bytes/s], the gain [%] and the TLPs per frame.
 #[pyfunction]
 #[pyo3(signature = (platform, drives=None))]
-fn expether_aggregation<'py>(py: Python<'py>, platform: &str, drives: Option<u32>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+fn expether_aggregation<'py>(
+    py: Python<'py>,
+    platform: &str,
+    drives: Option<u32>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let mut p = load(platform)?;
     if let Some(n) = drives {
         if n == 0 || n > p.raid.drives {
