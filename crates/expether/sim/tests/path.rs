@@ -103,3 +103,22 @@ fn multipath_loss_resends_little() {
     let resent = s.bridges[0].retransmitted + s.bridges[1].retransmitted;
     assert!(resent < 20 * s.frames_lost, "{resent} frames resent for {} lost", s.frames_lost);
 }
+
+/// Two paths without loss: nothing is resent.
+#[test]
+#[ignore = "expether-proto misses: on 2 lossless 1GbE paths (3000 4-KiB reads) the bridges resend 713 frames \
+            of 63,000; a pure ACK sent on the device's busier port 0 arrives after a newer ACK piggybacked on a DATA frame \
+            of port 1, and once the host has sent its next frame that stale ACK equals the base and counts as a repeat"]
+fn multipath_without_loss_resends_nothing() {
+    let p = expether_sim::find("expether-1gbe").unwrap();
+    let r = run::block(
+        &p,
+        &p.ssd.timing,
+        Attach::ExpEther { paths: 2, switch: false, max_tlps: 1 },
+        job(false, 4096, 8, 3000),
+        &RunOptions::default(),
+    )
+    .unwrap();
+    let s = r.path.unwrap();
+    assert_eq!((s.frames_lost, s.bridges[0].retransmitted + s.bridges[1].retransmitted), (0, 0));
+}
