@@ -1,115 +1,147 @@
-//! The ExpEther distributed virtual PCIe switch (expether-proto's `vswitch`, seed 002 §3.3.1,
-//! Table 3.1) for the pool manager (python/tca/expether/pool): bridges are named by MAC
-//! strings "02:00:00:00:00:01"; refusals arrive as `ValueError` with the core's one-line message.
+//! `tca._native.expether_*`: the simulated ExpEther systems of `expether-sim` (seed 002 §4.2)
+//! as seen from Python. Results are lists of dicts; a bad platform or argument raises
+//! `ValueError` with one line; the simulations release the GIL.
 
-use expether_proto::{ExpError, Mac, SwitchEvent, VirtualSwitch as Core};
+use base::SimTime;
+use expether_sim::block::BlockJob;
+use expether_sim::experiments as x;
+use expether_sim::{run, Attach, Platform, RunOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-fn err(e: ExpError) -> PyErr {
+fn load(platform: &str) -> PyResult<Platform> {
+    expether_sim::find(platform).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+fn sim_err(e: expether_sim::SimError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-fn mac(text: &str) -> PyResult<Mac> {
-    let bad =
-        || PyValueError::new_err(format!("bad MAC address {text:?}: expected six hex bytes like 02:00:00:00:00:01"));
-    let mut out = [0u8; 6];
-    let parts: Vec<&str> = text.split(':').collect();
-    if parts.len() != 6 {
-        return Err(bad());
-    }
-    for (byte, part) in out.iter_mut().zip(parts) {
-        if part.len() != 2 {
-            return Err(bad());
+/// The platform's name, file, description and parameters (key, value, source, calibrated).
+#[pyfunction]
+fn expether_platform<'py>(py: Python<'py>, platform: &str) -> PyResult<Bound<'py, PyDict>> {
+    let p = load(platform)?;
+    let d = PyDict::new(py);
+    d.set_item("name", &p.name)?;
+    d.set_item("path", p.path.display().to_string())?;
+    d.set_item("description", &p.description)?;
+    d.set_item("calibration", &p.calibration)?;
+    let params: Vec<(String, String, String, Option<String>)> =
+        p.params.iter().map(|q| (q.key.clone(), q.value.clone(), q.source.clone(), q.calibrated.clone())).collect();
+    d.set_item("parameters", params)?;
+    d.set_item("max_drives", p.raid.drives)?;
+    Ok(d)
+}
+
+/// Fig. 4.10: for reads and writes and 1..=`drives` SSDs (all of the platform's when None),
+/// the bandwidth without and with aggregation [bytes/s], the gain [%] and the TLPs per frame.
+#[pyfunction]
+#[pyo3(signature = (platform, drives=None))]
+fn expether_aggregation<'py>(
+    py: Python<'py>,
+    platform: &str,
+    drives: Option<u32>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let mut p = load(platform)?;
+    if let Some(n) = drives {
+        if n == 0 || n > p.raid.drives {
+            return Err(PyValueError::new_err(format!("drives must be 1..={} on {}", p.raid.drives, p.name)));
         }
-        *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+        p.raid.drives = n;
     }
-    Ok(Mac(out))
+    let pts = py.allow_threads(|| x::aggregation(&p)).map_err(sim_err)?;
+    pts.iter()
+        .map(|a| {
+            let d = PyDict::new(py);
+            d.set_item("write", a.write)?;
+            d.set_item("drives", a.drives)?;
+            d.set_item("without", a.without)?;
+            d.set_item("with", a.with)?;
+            d.set_item("gain", a.gain())?;
+            d.set_item("tlps_mean", a.tlps_mean)?;
+            d.set_item("tlps_std", a.tlps_std)?;
+            Ok(d)
+        })
+        .collect()
 }
 
-fn vlan(v: i64) -> PyResult<u16> {
-    u16::try_from(v).map_err(|_| PyValueError::new_err(format!("VLAN id {v} is outside 0..=4095")))
+/// Table 4.1's set-up: mean latency [us] of one I/O at a time of each size, read and write,
+/// with and without aggregation, on the RAID-0 of `experiments.latency_drives` SSDs.
+#[pyfunction]
+fn expether_latency<'py>(py: Python<'py>, platform: &str, sizes: Vec<u64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let p = load(platform)?;
+    let d = p.raid.with_drives(p.experiments.latency_drives);
+    let mut cells = Vec::new();
+    for write in [false, true] {
+        for &bytes in &sizes {
+            for aggregation in [true, false] {
+                cells.push((write, bytes, aggregation));
+            }
+        }
+    }
+    let out = py
+        .allow_threads(|| {
+            cells
+                .iter()
+                .map(|&(write, bytes, aggregation)| {
+                    let ios = if bytes <= 64 * 1024 { 64 } else { 1 };
+                    let job = BlockJob { write, bytes, iodepth: 1, ios };
+                    let max_tlps = if aggregation { p.proto.max_tlps } else { 1 };
+                    let a = Attach::ExpEther { paths: 1, switch: false, max_tlps };
+                    run::block(&p, &d, a, job, &RunOptions::default()).map(|r| r.mean_latency_us)
+                })
+                .collect::<Result<Vec<f64>, _>>()
+        })
+        .map_err(sim_err)?;
+    cells
+        .iter()
+        .zip(out)
+        .map(|(&(write, bytes, aggregation), us)| {
+            let d = PyDict::new(py);
+            d.set_item("write", write)?;
+            d.set_item("bytes", bytes)?;
+            d.set_item("aggregation", aggregation)?;
+            d.set_item("latency_us", us)?;
+            Ok(d)
+        })
+        .collect()
 }
 
-/// The virtual switch of one ExpEther network: host bridges by VLAN id, device bridges by MAC.
-#[pyclass(module = "tca._native")]
-pub struct VirtualSwitch {
-    inner: Core,
+/// The Chrome trace (JSON text) of one run on the RAID-0 of `drives` SSDs over one path: `ios`
+/// I/Os of `bytes`, `iodepth` at a time, with aggregation or not.
+#[pyfunction]
+#[pyo3(signature = (platform, write, bytes, drives, aggregation, ios=4, iodepth=1))]
+#[allow(clippy::too_many_arguments)]
+fn expether_trace(
+    py: Python<'_>,
+    platform: &str,
+    write: bool,
+    bytes: u64,
+    drives: u32,
+    aggregation: bool,
+    ios: u32,
+    iodepth: u32,
+) -> PyResult<String> {
+    let p = load(platform)?;
+    if drives == 0 || drives > p.raid.drives {
+        return Err(PyValueError::new_err(format!("drives must be 1..={}", p.raid.drives)));
+    }
+    let d = p.raid.with_drives(drives);
+    let max_tlps = if aggregation { p.proto.max_tlps } else { 1 };
+    let job = BlockJob { write, bytes, iodepth, ios };
+    let o = RunOptions { trace: true, limit: SimTime::from_us(60_000_000), ..RunOptions::default() };
+    let r = py
+        .allow_threads(|| run::block(&p, &d, Attach::ExpEther { paths: 1, switch: false, max_tlps }, job, &o))
+        .map_err(sim_err)?;
+    Ok(r.trace.unwrap_or_default())
 }
 
-#[pymethods]
-impl VirtualSwitch {
-    /// A switch whose upstream bridges each present `ports` downstream ports (1..=32).
-    #[new]
-    #[pyo3(signature = (ports = 32))]
-    fn new(ports: i64) -> PyResult<Self> {
-        let ports =
-            u8::try_from(ports).map_err(|_| PyValueError::new_err(format!("{ports} ports: expected 1..=32")))?;
-        Ok(VirtualSwitch { inner: Core::new(ports).map_err(err)? })
-    }
-
-    #[getter]
-    fn ports(&self) -> u8 {
-        self.inner.ports()
-    }
-
-    /// A host bridge joins on `vlan`; returns how many devices already on that VLAN it sees.
-    fn join_host(&mut self, mac_address: &str, vlan_id: i64) -> PyResult<usize> {
-        self.inner.join_host(mac(mac_address)?, vlan(vlan_id)?).map_err(err)
-    }
-
-    /// The host bridge on `vlan` leaves.
-    fn leave_host(&mut self, vlan_id: i64) -> PyResult<()> {
-        self.inner.leave_host(vlan(vlan_id)?).map_err(err)
-    }
-
-    /// A device bridge joins, in the pool.
-    fn join_device(&mut self, mac_address: &str) -> PyResult<()> {
-        self.inner.join_device(mac(mac_address)?).map_err(err)
-    }
-
-    /// A device bridge leaves (its host sees a hot-remove).
-    fn leave_device(&mut self, mac_address: &str) -> PyResult<()> {
-        self.inner.leave_device(mac(mac_address)?).map_err(err)
-    }
-
-    /// The device moves to the host on `vlan`; returns its slot there.
-    fn assign(&mut self, mac_address: &str, vlan_id: i64) -> PyResult<u8> {
-        self.inner.assign(mac(mac_address)?, vlan(vlan_id)?).map_err(err)
-    }
-
-    /// The device returns to the pool; returns the (vlan, slot) it had, or None.
-    fn release(&mut self, mac_address: &str) -> PyResult<Option<(u16, u8)>> {
-        self.inner.release(mac(mac_address)?).map_err(err)
-    }
-
-    /// Every event since the last call, oldest first: ("hot-plug" | "hot-remove", vlan, slot, mac).
-    fn poll_events(&mut self) -> Vec<(&'static str, u16, u8, String)> {
-        std::iter::from_fn(|| self.inner.poll_event())
-            .map(|e| match e {
-                SwitchEvent::HotPlug { host, slot, device } => ("hot-plug", host, slot, device.to_string()),
-                SwitchEvent::HotRemove { host, slot, device } => ("hot-remove", host, slot, device.to_string()),
-            })
-            .collect()
-    }
-
-    /// The (vlan, slot) of a device whose host bridge is present, or None.
-    fn host_of(&self, mac_address: &str) -> PyResult<Option<(u16, u8)>> {
-        Ok(self.inner.host_of(mac(mac_address)?))
-    }
-
-    /// The devices a present host sees: (slot, mac) by slot.
-    fn devices_of(&self, vlan_id: i64) -> PyResult<Vec<(u8, String)>> {
-        Ok(self.inner.devices_of(vlan(vlan_id)?).into_iter().map(|(s, m)| (s, m.to_string())).collect())
-    }
-
-    #[getter]
-    fn host_count(&self) -> usize {
-        self.inner.host_count()
-    }
-
-    #[getter]
-    fn device_count(&self) -> usize {
-        self.inner.device_count()
-    }
+/// Adds the functions to `tca._native`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(expether_platform, m)?)?;
+    m.add_function(wrap_pyfunction!(expether_aggregation, m)?)?;
+    m.add_function(wrap_pyfunction!(expether_latency, m)?)?;
+    m.add_function(wrap_pyfunction!(expether_trace, m)?)?;
+    Ok(())
 }

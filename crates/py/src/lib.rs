@@ -20,6 +20,7 @@ mod hxb;
 mod rank;
 mod shm;
 mod sim;
+mod vswitch;
 
 /// A loaded platform file.
 #[pyclass(frozen, module = "tca._native")]
@@ -244,7 +245,7 @@ fn parse_quantity(text: &str, dimension: &str, spelling: &str) -> PyResult<f64> 
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Platform>()?;
     m.add_class::<Trace>()?;
-    m.add_class::<expether::VirtualSwitch>()?;
+    m.add_class::<vswitch::VirtualSwitch>()?;
     m.add_function(wrap_pyfunction!(simulate_dma, m)?)?;
     m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
     m.add_function(wrap_pyfunction!(hold::hold_model_rate, m)?)?;
@@ -255,6 +256,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shm::shm_rank, m)?)?;
     m.add_function(wrap_pyfunction!(api::dma_flags, m)?)?;
     m.add_function(wrap_pyfunction!(api::error_codes, m)?)?;
+    expether::register(m)?;
     hxb::register(m)?;
     Ok(())
 }

@@ -1,0 +1,96 @@
+"""``tca expether bench aggregation|latency`` on the simulated prototype (seed 002 §4.2.2):
+JSON rows as DESIGN.md fixes them, the seed's numbers attached, traces and plots, and one-line
+errors for bad input."""
+
+import json
+
+import pytest
+
+AGG = ["expether", "bench", "aggregation", "--platform", "expether-prototype"]
+LAT = ["expether", "bench", "latency", "--platform", "expether-prototype"]
+KEYS = {"benchmark", "platform", "series", "x", "x_unit", "value", "unit", "paper", "source", "kind"}
+
+
+@pytest.fixture(scope="module")
+def aggregation_rows():
+    from conftest import run_tca
+
+    return json.loads(run_tca(*AGG, "--json").stdout)
+
+
+def test_aggregation_rows(aggregation_rows):
+    rows = aggregation_rows
+    assert rows and all(set(r) == KEYS for r in rows)
+    gains = [r for r in rows if r["unit"] == "%"]
+    assert {r["x"] for r in gains} == {1, 2, 3, 4} and {r["x_unit"] for r in rows} == {"SSDs"}
+    assert all(("read" in r["series"]) != ("write" in r["series"]) for r in rows)
+    read4 = next(r for r in gains if "read" in r["series"] and r["x"] == 4)
+    # Fig. 4.10(a): +41 % with 4 SSDs, calibrated (bridge.extra_header): within 10 %.
+    assert read4["paper"] == 41.0 and read4["kind"] == "calibrated" and "Fig. 4.10" in read4["source"]
+    assert abs(read4["value"] - 41.0) <= 4.1
+    read1 = next(r for r in gains if "read" in r["series"] and r["x"] == 1)
+    assert abs(read1["value"]) < 2.0, "no gain with one SSD"
+    write4 = next(r for r in gains if "write" in r["series"] and r["x"] == 4)
+    assert write4["paper"] == 37.0 and write4["kind"] == "predicted" and write4["value"] > 20
+    bandwidth = [r for r in rows if r["unit"] == "GB/s"]
+    assert len(bandwidth) == 16 and all(0.3 < r["value"] < 1.3 for r in bandwidth)
+
+
+def test_latency_rows_carry_table_4_1(tca):
+    rows = json.loads(tca(*LAT, "--sizes", "4K", "--json").stdout)
+    assert len(rows) == 4 and all(set(r) == KEYS for r in rows)
+    assert {(r["x"], r["x_unit"], r["unit"]) for r in rows} == {(4096, "B", "us")}
+    series = {r["series"] for r in rows}
+    one = "one TLP per frame"
+    assert series == {"read, aggregation", f"read, {one}", "write, aggregation", f"write, {one}"}
+    for r in rows:
+        assert r["paper"] is not None and "Table 4.1" in r["source"]
+        tol = 0.10 if r["kind"] == "calibrated" else 0.15
+        assert abs(r["value"] / r["paper"] - 1) <= tol, r
+    assert {r["kind"] for r in rows if "one TLP" in r["series"]} == {"calibrated"}
+
+
+def test_latency_table_and_comparison_on_stdout(tca):
+    out = tca(*LAT, "--sizes", "4K,16K").stdout
+    assert "read, aggregation" in out and "Table 4.1" in out
+    assert "16384" in out or "16K" in out
+
+
+def test_trace_and_plot(tca, tmp_path):
+    trace, plot = tmp_path / "t.json", tmp_path / "p.png"
+    tca(*LAT, "--sizes", "4K", "--trace", str(trace), "--plot", str(plot))
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = {e.get("name") for e in events}
+    assert any(n and n.startswith("I/O") for n in names) and any(n and n.startswith("frame") for n in names)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["expether", "bench", "latency", "--platform", "no-such"], "no such ExpEther platform"),
+        ([*LAT, "--sizes", "1000"], "not a multiple of 4 KiB"),
+        ([*LAT, "--sizes", "4X"], "--sizes"),
+        ([*AGG, "--drives", "0"], "--drives must be at least 1"),
+        ([*AGG, "--drives", "9"], "drives must be 1..=4"),
+        ([*AGG, "--trace", "/nonexistent-dir/t.json"], "--trace"),
+    ],
+)
+def test_bad_input_is_one_line(tca, args, fragment):
+    proc = tca(*args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tca: error: ") and fragment in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_bad_platform_file_names_file_and_key(tca, tmp_path):
+    from conftest import ROOT
+
+    text = (ROOT / "platforms/expether/expether-prototype.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("max_tlps = { value = 10,", "max_tlps = { value = 0,", 1))
+    proc = tca("expether", "bench", "latency", "--platform", str(bad), "--sizes", "4K", check=False)
+    assert proc.returncode == 2
+    assert "bad.toml: bridge.max_tlps: expected a whole number from 1 to 255" in proc.stderr
