@@ -67,6 +67,33 @@ def test_bandwidth_shows_hxb_beside_mptcp_and_tcp_and_survives_loss():
     assert _leftovers() == before, "namespaces left behind"
 
 
+def _mpi_skip_reason() -> str | None:
+    try:
+        net_bench.mpi_program()
+    except TcaError as e:
+        return str(e)
+    return _skip_reason()
+
+
+@pytest.mark.skipif(_mpi_skip_reason() is not None, reason=str(_mpi_skip_reason()))
+def test_openmpi_stripes_over_the_links_beside_hxb():
+    before = _leftovers()
+    argv = ["--fabric", "net", "--links", "2", "--sizes", "1048576", "--baselines", "openmpi"]
+    rows = _tca("hxb", "bench", "bandwidth", *argv)
+    by = {r["series"]: r for r in rows}
+    mpi, eff = by["Open MPI TCP 2 links"], by["Open MPI TCP 2 links efficiency"]
+    assert mpi["kind"] == eff["kind"] == "measured" and mpi["unit"] == "GB/s" and eff["unit"] == "%"
+    # Above what one 1 Gb/s link carries (0.125 GB/s): the TCP BTL used both links (the
+    # program also checks each link's byte counter), and at most what two carry.
+    assert 0.13 < mpi["value"] < 0.251
+    assert 52 < eff["value"] <= 100.5
+    assert by["Open MPI TCP 2 links links used"]["value"] == 2
+    assert "HXB 2 links" in by and "MPTCP 2 links" not in by
+    assert _leftovers() == before, "namespaces left behind"
+    alive = subprocess.run(["pgrep", "-x", "orted"], capture_output=True, text=True, check=False).stdout
+    assert not alive.strip(), "orted left running"
+
+
 @needs_links
 def test_latency_through_relays_beside_tcp():
     rows = _tca(
@@ -90,7 +117,7 @@ def _args(**kw) -> SimpleNamespace:
 
 def test_refusals_are_one_line(monkeypatch):
     for kw, text in [
-        (dict(baselines="openmpi"), "--baselines openmpi"),
+        (dict(baselines="openmpi", benchmark="latency"), "--baselines openmpi: bandwidth only"),
         (dict(baselines="udp"), "unknown 'udp'"),
         (dict(rate="fast"), "--rate"),
         (dict(links="0"), "--links"),
