@@ -63,7 +63,7 @@ def test_bandwidth_shows_hxb_beside_mptcp_and_tcp_and_survives_loss():
     assert by["TCP 2 links (uses 1) efficiency"]["value"] <= 50.5
     # Under 1 % loss every message arrived once and in order (the program checks each), slower.
     lossy = by["HXB 2 links loss 1 % efficiency"]
-    assert 1 < lossy["value"] <= 100.5
+    assert 40 < lossy["value"] <= 100.5
     assert _leftovers() == before, "namespaces left behind"
 
 

@@ -102,6 +102,7 @@ pub fn bandwidth(o: &Options, k: u8) -> Result<(), String> {
                 ("percent", Value::F(100.0 * rate / capacity)),
                 ("packets", Value::U(sa.sent)),
                 ("retransmitted", Value::U(sa.retransmitted)),
+                ("fast_retransmitted", Value::U(sa.fast_retransmitted)),
                 ("duplicates", Value::U(sb.duplicates)),
                 ("ring_drops", Value::U(eb.ring_drops() + ea.ring_drops())),
             ]);
