@@ -11,7 +11,10 @@
 //! names the k links, and `pml ob1` with `btl tcp,self` keeps UCX and shared memory out.
 //! Nothing is created in the root namespace; deleting the namespaces removes every address.
 //! `--bind-to none`: both orteds see the same machine as their own node and would otherwise
-//! bind both ranks to core 0. This program is a child subreaper while mpirun runs, so orteds
+//! bind both ranks to core 0; `mpi_yield_when_idle 1`: the two polling ranks give their core
+//! up in the progress loop, as Open MPI does by itself when it sees a node oversubscribed (on
+//! this 2-core host the kernel's tbf and veth work needs the same cores: without it 4 and 6
+//! links gave a half to a sixth of the rate). This program is a child subreaper while mpirun runs, so orteds
 //! that outlive mpirun for a moment become its children: it reaps them (and kills any still
 //! running after 5 s) before the point is reported, and no Open MPI process outlives a point.
 
@@ -100,6 +103,7 @@ pub fn bandwidth(l: &Launch, size: usize, seconds: f64, capacity: f64) -> Result
         ("oob_tcp_if_include", control.into()),
         ("plm_rsh_agent", format!("{} netns-exec", agent.display())),
         ("plm_rsh_no_tree_spawn", "1".into()),
+        ("mpi_yield_when_idle", "1".into()),
     ] {
         cmd.args(["--mca", k, &v]);
     }
