@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -194,7 +195,8 @@ def rows_of(points: list[dict], bit_s: int) -> list[Row]:
 
 
 def _cleanup(pid: int) -> None:
-    """Deletes the namespaces of process ``pid`` (tca-<pid>-...), left if it was killed."""
+    """Deletes the namespaces of process ``pid`` (tca-<pid>-...), left if it was killed, after
+    killing what still runs in them (mpirun, orted and ranks of the Open MPI baseline)."""
     try:
         out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     except OSError:
@@ -202,6 +204,12 @@ def _cleanup(pid: int) -> None:
     for line in out.splitlines():
         name = line.split()[0] if line.split() else ""
         if name.startswith(f"tca-{pid}-"):
+            pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False)
+            for p in pids.stdout.split():
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except (ValueError, OSError):
+                    pass
             subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
