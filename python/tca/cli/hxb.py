@@ -44,7 +44,10 @@ def add_parser(subparsers) -> None:
             b.add_argument("--mpi", action="store_true", help="also MPI-level bandwidth (Table 7)")
         b.add_argument("--rate", help="--fabric net: tbf rate per link (default 1G)")
         b.add_argument("--loss", help="--fabric net: injected frame loss, fractions (e.g. 0.001,0.01)")
-        b.add_argument("--baselines", help="--fabric net: peers over the same links beside HXB: mptcp,tcp")
+        b.add_argument(
+            "--baselines",
+            help="--fabric net: peers over the same links beside HXB: mptcp,tcp (default), openmpi",
+        )
         add_options(b, trace="write a Chrome trace-event file (--fabric sim, one point)")
         b.set_defaults(func=cmd_bench)
 

@@ -1,11 +1,14 @@
 """``tca hxb bench bandwidth|latency --fabric net``: PM/Ethernet-HXB over real links between
-network namespaces on this host, beside TCP and MPTCP over the same links.
+network namespaces on this host, beside TCP and MPTCP over the same links, and for bandwidth
+Open MPI's TCP BTL striping over them (``--baselines openmpi``: examples/c/mpi_bw.c, two ranks
+launched into the two namespaces; needs Open MPI, ``make mpi examples``).
 
 The measurement is the Rust program ``hxb-net-bench`` (crates/hxb/net/src/bin/hxb-net-bench),
 which builds the namespaces, veth pairs (MTU 9,000) and tbf rate limits, runs each point and
 prints one JSON line per point; this module turns those lines into rows (kind "measured").
 Bandwidth rows are GB/s (1e9 B/s) and, as efficiency rows with unit "%", the share of k x the
-link rate; latency rows are half round trips in us. The seed's values (Tables 4 and 6) are
+link rate; the baselines that stripe (MPTCP, Open MPI) add a "links used" row from the sending
+interfaces' byte counters; latency rows are half round trips in us. The seed's values (Tables 4 and 6) are
 attached where the set-up matches: 1 Gb/s links, and 2 links per dimension for latency.
 Needs root; the namespaces are deleted when the run ends, also after an error or a kill.
 """
@@ -15,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -23,7 +28,8 @@ from tca.common.report import Row
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "hxb-net-bench"
-BASELINES = ("tcp", "mptcp")
+BASELINES = ("tcp", "mptcp", "openmpi")
+DEFAULT_BASELINES = "tcp,mptcp"
 # Seed 004 Table 4: low-level bandwidth, PME-HXB, % of k x 125 MB/s.
 TABLE4 = {2: 99.0, 4: 99.0, 6: 99.0, 8: 98.0, 9: 94.0}
 # Seed 004 Table 6: half RTT with 2 links, 5.1 us per switch stage included, by relays.
@@ -37,6 +43,16 @@ def program() -> Path:
     path = target / "release" / PROGRAM
     if not path.is_file():
         raise TcaError(f"{path} not found: build it with `cargo build --release -p hxb-net`")
+    return path
+
+
+def mpi_program() -> Path:
+    """The Open MPI bandwidth program (examples/c/mpi_bw.c), built by ``make examples``."""
+    if shutil.which("mpirun.openmpi") is None:
+        raise TcaError("--baselines openmpi: mpirun.openmpi is not installed (make mpi)")
+    path = ROOT / "target" / "c" / "mpi_bw.openmpi"
+    if not path.is_file():
+        raise TcaError(f"--baselines openmpi: {path} not found: build it with `make examples`")
     return path
 
 
@@ -86,15 +102,10 @@ def losses(text: str) -> list[float]:
 
 
 def baselines(text: str | None) -> list[str]:
-    names = [b.strip().lower() for b in (text or ",".join(BASELINES)).split(",") if b.strip()]
+    names = [b.strip().lower() for b in (text or DEFAULT_BASELINES).split(",") if b.strip()]
     for b in names:
-        if b == "openmpi":
-            raise TcaError(
-                "--baselines openmpi: Open MPI over the namespaces' links is not available here "
-                "(use tcp, mptcp)"
-            )
         if b not in BASELINES:
-            raise TcaError(f"--baselines: unknown {b!r} (tcp, mptcp)")
+            raise TcaError(f"--baselines: unknown {b!r} (tcp, mptcp, openmpi)")
     return names
 
 
@@ -112,9 +123,13 @@ def command(args) -> tuple[list[str], int]:
         loss = losses(args.loss) if args.loss else []
         cmd = ["bandwidth", "--links", ",".join(map(str, links)), "--loss", ",".join(map(str, loss))]
         points = len(links) * len(sz) * (1 + len(loss) + len(names))
+        if "openmpi" in names:
+            cmd += ["--mpi-program", str(mpi_program())]
     else:
         if args.loss:
             raise TcaError("--loss applies to bandwidth only")
+        if "openmpi" in names:
+            raise TcaError("--baselines openmpi: bandwidth only (tcp, mptcp for latency)")
         links = _ints(args.links or "2", "links", 1, 9)
         sz = sizes(args.sizes or "8,1024,8192")
         relays = _ints(args.relays, "relays", 0, 2)
@@ -133,6 +148,8 @@ def _series(p: dict) -> str:
             s += f" loss {p['loss'] * 100:g} %"
     elif s.startswith("TCP"):
         s = f"TCP {k} links (uses 1)"
+    elif s.startswith("Open MPI"):
+        s = f"Open MPI TCP {k} links"
     else:
         s = f"MPTCP {k} links"
     if "relays" in p:
@@ -160,11 +177,26 @@ def rows_of(points: list[dict], bit_s: int) -> list[Row]:
         if p["series"] == "HXB" and not p["loss"] and k in TABLE4 and p["size"] == largest and bit_s == 10**9:
             eff.paper, eff.source = TABLE4[k], f"seed 004 Table 4 (PME-HXB Gigx{k})"
         rows.append(eff)
+        if "links_used" in p:
+            # How many of the k links carried at least a tenth of an even share (byte counters).
+            rows.append(
+                Row(
+                    "bandwidth",
+                    "net",
+                    f"{series} links used",
+                    size,
+                    "B",
+                    p["links_used"],
+                    "links",
+                    kind="measured",
+                )
+            )
     return rows
 
 
 def _cleanup(pid: int) -> None:
-    """Deletes the namespaces of process ``pid`` (tca-<pid>-...), left if it was killed."""
+    """Deletes the namespaces of process ``pid`` (tca-<pid>-...), left if it was killed, after
+    killing what still runs in them (mpirun, orted and ranks of the Open MPI baseline)."""
     try:
         out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     except OSError:
@@ -172,6 +204,12 @@ def _cleanup(pid: int) -> None:
     for line in out.splitlines():
         name = line.split()[0] if line.split() else ""
         if name.startswith(f"tca-{pid}-"):
+            pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False)
+            for p in pids.stdout.split():
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except (ValueError, OSError):
+                    pass
             subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 

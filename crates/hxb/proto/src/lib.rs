@@ -15,8 +15,10 @@
 //! [`BufferId`]); ACKs and retransmission of dropped packets (§3.4, §5.4). What is tca's design
 //! where the seed is silent (hxb.md §3.6): the header layout ([`header`]), round-robin striping
 //! per dimension ([`stripe`]), cumulative ACKs with a 31-bit selective-ACK bitmap taken from
-//! the receive array, a fixed retransmission timeout per packet, and a window of 32 packets per
-//! peer (the receive array's size).
+//! the receive array, a fixed retransmission timeout per packet, fast retransmission of a packet
+//! that the selective ACKs show lost ([`DUPTHRESH`] later packets held, one sent on the same
+//! port; peers one hop away only; see [`node`]), and a window of 32 packets per peer (the
+//! receive array's size).
 //!
 //! # Call order
 //!
@@ -63,6 +65,6 @@ pub mod stripe;
 pub use coord::{Coord, Grid, DIMS};
 pub use error::HxbError;
 pub use header::{Header, HeaderView, Kind, HEADER_LEN, MAX_HOPS};
-pub use node::{BufferId, Config, Disposition, Event, Node, Stats, Transmit};
+pub use node::{BufferId, Config, Disposition, Event, Node, Stats, Transmit, DUPTHRESH};
 pub use rxarray::{ReceiveArray, Stored, WINDOW};
 pub use stripe::Striper;

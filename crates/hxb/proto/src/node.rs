@@ -1,5 +1,17 @@
 //! One node's HXB state machine: send queues and windows per peer, receive arrays, relaying,
 //! ACKs and retransmission. The call order is in the crate documentation.
+//!
+//! Retransmission (tca's design; the seed only says that dropped packets are sent again,
+//! §3.4): a packet goes again when its timeout `rto_ps` expires, or earlier, once, when the
+//! receiver's selective ACKs show it was lost (fast retransmission): at least [`DUPTHRESH`]
+//! packets sent after it are held by the receiver, one of them sent on the same port. A link
+//! delivers in order, so a later packet of the same port held by the receiver means this one
+//! was dropped; the count of [`DUPTHRESH`] keeps packets that merely overtook it on other
+//! links (a transport that sends on another link than the port it was given) from counting.
+//! Fast retransmission is for peers one hop away (on a switch of this node) only: a relay
+//! stripes the next hop over its own links, so two packets that shared the first link can
+//! arrive in either order without a loss; packets to peers behind relays wait for the timeout.
+//! Without a hole in the receiver's array nothing changes: no SACK bit, no extra frame.
 
 use crate::coord::{Coord, Grid};
 use crate::error::HxbError;
@@ -8,6 +20,10 @@ use crate::rxarray::{ReceiveArray, Stored, WINDOW};
 use crate::stripe::Striper;
 use std::collections::{BTreeMap, VecDeque};
 use std::num::NonZeroU32;
+
+/// Packets sent after an unacknowledged one and already held by the receiver before it is
+/// taken as lost (TCP's duplicate-ACK threshold, RFC 5681, is the same number).
+pub const DUPTHRESH: usize = 3;
 
 /// The id of a receive buffer owned by the caller (the skbuf ID of seed 004 §3.2); never 0,
 /// the value that marks an empty receive-array entry.
@@ -71,8 +87,10 @@ pub enum Event {
 pub struct Stats {
     /// DATA packets sent for the first time.
     pub sent: u64,
-    /// DATA packets sent again after a timeout.
+    /// DATA packets sent again (after a timeout or, see `fast_retransmitted`, earlier).
     pub retransmitted: u64,
+    /// Of `retransmitted`, those sent again on selective-ACK evidence before their timeout.
+    pub fast_retransmitted: u64,
     /// Pure ACK packets sent.
     pub acks: u64,
     /// Frames relayed to another node.
@@ -89,10 +107,15 @@ struct InFlight {
     payload: Vec<u8>,
     end: bool,
     sent_at: u64,
+    /// The port and the node-wide send count of its latest transmission.
+    port: u16,
+    order: u64,
     /// The receiver holds it (selective ACK): not sent again.
     sacked: bool,
     /// In the retransmission queue.
     queued: bool,
+    /// Queued or sent by fast retransmission (at most once per packet).
+    fast: bool,
 }
 
 /// Everything a node keeps per peer.
@@ -130,14 +153,16 @@ pub struct Node {
     flying: Vec<usize>,
     /// Received frames to pass on: (buffer, rewritten header).
     relays: VecDeque<(BufferId, Header)>,
-    /// (peer index, sequence number) to send again.
-    retx: VecDeque<(usize, u32)>,
+    /// (peer index, sequence number, queued by fast retransmission) to send again.
+    retx: VecDeque<(usize, u32, bool)>,
     /// Peers with pending packets and, when last looked, window room; round robin.
     sendable: VecDeque<usize>,
     /// Peers owed an ACK.
     acks_due: VecDeque<usize>,
     events: VecDeque<Event>,
     stats: Stats,
+    /// DATA transmissions so far (first and repeated): the order of [`InFlight::order`].
+    sends: u64,
 }
 
 impl Node {
@@ -166,6 +191,7 @@ impl Node {
             acks_due: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
+            sends: 0,
         })
     }
 
@@ -294,6 +320,18 @@ impl Node {
                 }
             }
         }
+        // Only for a neighbour on the same switch: a relay stripes the next hop over its own
+        // links, so packets that shared a first link may arrive out of order without a loss.
+        let me = self.cfg.coord;
+        let neighbour = sack != 0 && self.cfg.grid.coord(p).is_some_and(|c| me.next_hop(c).map(|h| h.0) == Some(c));
+        if neighbour {
+            for seq in lost(peer) {
+                let f = peer.inflight[(seq % WINDOW) as usize].as_mut().expect("lost packets are in flight");
+                f.fast = true;
+                f.queued = true;
+                self.retx.push_back((p, seq, true));
+            }
+        }
         if !peer.pending.is_empty() && peer.room() && !peer.in_sendable {
             peer.in_sendable = true;
             self.sendable.push_back(p);
@@ -316,7 +354,7 @@ impl Node {
                 if let Some(f) = peer.inflight[(seq % WINDOW) as usize].as_mut() {
                     if !f.sacked && !f.queued && f.sent_at.saturating_add(self.cfg.rto_ps) <= now_ps {
                         f.queued = true;
-                        self.retx.push_back((p, seq));
+                        self.retx.push_back((p, seq, false));
                     }
                 }
                 seq = seq.wrapping_add(1);
@@ -356,7 +394,7 @@ impl Node {
             self.stats.relayed += 1;
             return Some(self.transmit(h.dst, HEADER_LEN, Some(buffer)));
         }
-        while let Some((p, seq)) = self.retx.pop_front() {
+        while let Some((p, seq, fast)) = self.retx.pop_front() {
             let peer = self.peers.entry(p).or_default();
             // Acknowledged meanwhile: the slot is empty or holds a later packet.
             if seq.wrapping_sub(peer.una) >= peer.nxt.wrapping_sub(peer.una) {
@@ -371,7 +409,8 @@ impl Node {
             let (end, len) = (f.end, f.payload.len());
             buf[HEADER_LEN..HEADER_LEN + len].copy_from_slice(&f.payload);
             self.stats.retransmitted += 1;
-            return Some(self.data(p, seq, end, len, buf));
+            self.stats.fast_retransmitted += u64::from(fast);
+            return Some(self.sent_data(p, seq, end, len, buf));
         }
         while let Some(p) = self.sendable.pop_front() {
             let peer = self.peers.entry(p).or_default();
@@ -391,15 +430,23 @@ impl Node {
             }
             let len = payload.len();
             buf[HEADER_LEN..HEADER_LEN + len].copy_from_slice(&payload);
-            peer.inflight[(seq % WINDOW) as usize] =
-                Some(InFlight { payload, end, sent_at: now_ps, sacked: false, queued: false });
+            peer.inflight[(seq % WINDOW) as usize] = Some(InFlight {
+                payload,
+                end,
+                sent_at: now_ps,
+                port: 0,
+                order: 0,
+                sacked: false,
+                queued: false,
+                fast: false,
+            });
             if !peer.pending.is_empty() && peer.room() {
                 self.sendable.push_back(p);
             } else {
                 peer.in_sendable = false;
             }
             self.stats.sent += 1;
-            return Some(self.data(p, seq, end, len, buf));
+            return Some(self.sent_data(p, seq, end, len, buf));
         }
         while let Some(p) = self.acks_due.pop_front() {
             let peer = self.peers.entry(p).or_default();
@@ -427,6 +474,17 @@ impl Node {
             return Some(self.transmit(dst, HEADER_LEN, None));
         }
         None
+    }
+
+    /// [`Node::data`], then notes the port and send order of packet `seq` for fast
+    /// retransmission.
+    fn sent_data(&mut self, p: usize, seq: u32, end: bool, len: usize, buf: &mut [u8]) -> Transmit {
+        let t = self.data(p, seq, end, len, buf);
+        self.sends += 1;
+        let peer = self.peers.get_mut(&p).expect("a peer with packets in flight");
+        let f = peer.inflight[(seq % WINDOW) as usize].as_mut().expect("the packet is in flight");
+        (f.port, f.order) = (t.port, self.sends);
+        t
     }
 
     /// Writes the header of DATA packet `seq` to peer `p` (payload already in place), carrying
@@ -459,6 +517,33 @@ impl Node {
         let (to, dim) = self.cfg.coord.next_hop(dst).expect("dst is another node");
         Transmit { port: self.striper.port(dim), to, len, relay }
     }
+}
+
+/// The packets of `peer` that selective ACKs show lost and that were not sent fast before:
+/// unacknowledged, not held by the receiver, not queued, with at least [`DUPTHRESH`] packets
+/// sent after them held by the receiver, one of which went on the same port.
+fn lost(peer: &Peer) -> Vec<u32> {
+    let mut held: Vec<(u64, u16)> = Vec::new();
+    let mut holes: Vec<(u32, u64, u16)> = Vec::new();
+    let mut seq = peer.una;
+    while seq != peer.nxt {
+        if let Some(f) = peer.inflight[(seq % WINDOW) as usize].as_ref() {
+            if f.sacked {
+                held.push((f.order, f.port));
+            } else if !f.queued && !f.fast {
+                holes.push((seq, f.order, f.port));
+            }
+        }
+        seq = seq.wrapping_add(1);
+    }
+    holes
+        .into_iter()
+        .filter(|&(_, order, port)| {
+            let later = held.iter().filter(|h| h.0 > order);
+            later.clone().count() >= DUPTHRESH && later.into_iter().any(|h| h.1 == port)
+        })
+        .map(|h| h.0)
+        .collect()
 }
 
 #[cfg(test)]

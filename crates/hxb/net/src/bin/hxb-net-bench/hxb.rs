@@ -1,6 +1,6 @@
 //! The HXB points: a stream from A to B over k links (with and without injected loss), and
 //! ping-pong through 0, 1 or 2 relays of a 2 x 2 x 2 hyper-crossbar; each beside its TCP and
-//! MPTCP baselines on the same links.
+//! MPTCP baselines on the same links (and, for bandwidth, Open MPI's TCP BTL).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -9,6 +9,7 @@ use ether_net::{LinkSpec, RateLimit, SlotSpec, Testbed};
 use hxb_net::{Endpoint, EndpointConfig, PortSpec, RxFaults};
 use hxb_proto::{Config, Coord, Grid, HEADER_LEN};
 
+use crate::openmpi::{self, Launch};
 use crate::stream::{self, Proto};
 use crate::{emit, Options, Value};
 
@@ -57,6 +58,10 @@ pub fn bandwidth(o: &Options, k: u8) -> Result<(), String> {
     let nb = tb.add_namespace("b").map_err(|e| e.to_string())?;
     let spec = LinkSpec::new(k).mtu(IF_MTU).rate(RateLimit::new(o.rate)).ipv4();
     let link = tb.add_link(&na, &nb, &spec).map_err(|e| e.to_string())?;
+    // mpirun's own wiring (Open MPI baseline): one more pair, no rate limit, idle otherwise.
+    let with_mpi = o.baselines.iter().any(|b| b == "openmpi");
+    let control =
+        if with_mpi { Some(tb.add_link(&na, &nb, &LinkSpec::new(1).ipv4()).map_err(|e| e.to_string())?) } else { None };
     let (a, b) = (Coord::new(0, 0, 0), Coord::new(1, 0, 0));
     let grid = Coord::new(2, 1, 1);
     let ports = |side_a: bool| -> Vec<PortSpec> {
@@ -97,6 +102,7 @@ pub fn bandwidth(o: &Options, k: u8) -> Result<(), String> {
                 ("percent", Value::F(100.0 * rate / capacity)),
                 ("packets", Value::U(sa.sent)),
                 ("retransmitted", Value::U(sa.retransmitted)),
+                ("fast_retransmitted", Value::U(sa.fast_retransmitted)),
                 ("duplicates", Value::U(sb.duplicates)),
                 ("ring_drops", Value::U(eb.ring_drops() + ea.ring_drops())),
             ]);
@@ -124,6 +130,26 @@ pub fn bandwidth(o: &Options, k: u8) -> Result<(), String> {
                 ("bytes_per_s", Value::F(rate)),
                 ("percent", Value::F(100.0 * rate / capacity)),
                 ("links_used", Value::U(used as u64)),
+            ]);
+        }
+    }
+    if let Some(control) = &control {
+        let launch =
+            Launch { program: &o.mpi_program, a: &na, b: &nb, control: &control.pairs[0].a.ifname, link: &link };
+        for &size in &o.sizes {
+            let p = openmpi::bandwidth(&launch, size, o.seconds, capacity)?;
+            let rate = p.bytes as f64 / p.seconds;
+            emit(&[
+                ("series", Value::S(format!("Open MPI TCP ({k} links)"))),
+                ("links", Value::U(k.into())),
+                ("size", Value::U(size as u64)),
+                ("loss", Value::F(0.0)),
+                ("messages", Value::U(p.bytes / size as u64)),
+                ("window", Value::U(p.window as u64)),
+                ("seconds", Value::F(p.seconds)),
+                ("bytes_per_s", Value::F(rate)),
+                ("percent", Value::F(100.0 * rate / capacity)),
+                ("links_used", Value::U(p.links_used as u64)),
             ]);
         }
     }

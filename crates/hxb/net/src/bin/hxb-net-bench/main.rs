@@ -1,10 +1,11 @@
 //! `hxb-net-bench`: PM/Ethernet-HXB over real links between network namespaces on this host,
-//! beside TCP and MPTCP over the same links. Prints one JSON object per measured point on
+//! beside TCP, MPTCP and Open MPI over the same links. Prints one JSON object per measured point on
 //! stdout; `tca hxb bench ... --fabric net` (python/tca/hxb/net_bench.py) runs it.
 //!
 //! ```text
 //! hxb-net-bench bandwidth [--links 1,2,4,6] [--sizes 4096,65536,1048576] [--rate 1000000000]
-//!                         [--loss 0.001,0.01] [--baselines tcp,mptcp] [--seconds 0.3]
+//!                         [--loss 0.001,0.01] [--baselines tcp,mptcp,openmpi] [--seconds 0.3]
+//!                         [--mpi-program target/c/mpi_bw.openmpi]
 //! hxb-net-bench latency   [--relays 0,1,2] [--sizes 8,1024,8192] [--links 1] [--rate R]
 //!                         [--baselines tcp,mptcp] [--iters 200]
 //! ```
@@ -15,8 +16,12 @@
 //! share of k x the link rate. Latency: a chain of four namespaces (0,0,0) -X- (1,0,0) -Y-
 //! (1,1,0) -Z- (1,1,1) of a 2 x 2 x 2 hyper-crossbar, k pairs per hop; ping-pong from (0,0,0)
 //! to the node 1, 2 or 3 hops away (0, 1, 2 relays); half the mean round trip.
+//!
+//! `hxb-net-bench netns-exec NS CMD...` is mpirun's launch agent for the Open MPI baseline
+//! (openmpi.rs): it runs CMD inside the testbed namespace NS.
 
 mod hxb;
+mod openmpi;
 mod stream;
 
 use std::process::ExitCode;
@@ -32,6 +37,7 @@ pub struct Options {
     pub seconds: f64,
     pub relays: Vec<usize>,
     pub iters: usize,
+    pub mpi_program: std::path::PathBuf,
 }
 
 fn list<T: std::str::FromStr>(name: &str, v: &str) -> Result<Vec<T>, String> {
@@ -56,6 +62,7 @@ fn parse(args: &[String]) -> Result<(String, Options), String> {
         seconds: 0.3,
         relays: vec![0, 1, 2],
         iters: 200,
+        mpi_program: "target/c/mpi_bw.openmpi".into(),
     };
     let mut it = args[1..].iter();
     while let Some(flag) = it.next() {
@@ -69,6 +76,7 @@ fn parse(args: &[String]) -> Result<(String, Options), String> {
             "--seconds" => o.seconds = value.parse().map_err(|_| format!("--seconds: {value:?}"))?,
             "--relays" => o.relays = list("relays", value)?,
             "--iters" => o.iters = value.parse().map_err(|_| format!("--iters: {value:?}"))?,
+            "--mpi-program" => o.mpi_program = value.into(),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -84,8 +92,16 @@ fn parse(args: &[String]) -> Result<(String, Options), String> {
     if o.loss.iter().any(|l| !(0.0..0.5).contains(l)) {
         return Err("--loss: fractions in 0..0.5".into());
     }
-    if let Some(b) = o.baselines.iter().find(|b| !["tcp", "mptcp"].contains(&b.as_str())) {
-        return Err(format!("--baselines: unknown {b:?} (tcp, mptcp)"));
+    if let Some(b) = o.baselines.iter().find(|b| !["tcp", "mptcp", "openmpi"].contains(&b.as_str())) {
+        return Err(format!("--baselines: unknown {b:?} (tcp, mptcp, openmpi)"));
+    }
+    if o.baselines.iter().any(|b| b == "openmpi") {
+        if latency {
+            return Err("--baselines openmpi: bandwidth only".into());
+        }
+        if let Some(why) = openmpi::unavailable(&o.mpi_program) {
+            return Err(why);
+        }
     }
     if !(0.01..=10.0).contains(&o.seconds) || o.iters == 0 || o.iters > 100_000 {
         return Err("--seconds: 0.01 to 10; --iters: 1 to 100000".into());
@@ -118,6 +134,10 @@ pub enum Value {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("netns-exec") {
+        eprintln!("hxb-net-bench: {}", openmpi::netns_exec(&args[1..]));
+        return ExitCode::FAILURE;
+    }
     let run = || -> Result<(), String> {
         let (cmd, o) = parse(&args)?;
         if let Some(why) = ether_net::unavailable() {

@@ -129,7 +129,7 @@ fn connect(proto: Proto, ns: &str, server: [u8; 4]) -> Result<TcpStream, String>
 }
 
 /// Bytes sent so far on each of the client's interfaces of `link`.
-fn tx_bytes(link: &Link) -> Vec<u64> {
+pub fn tx_bytes(link: &Link) -> Vec<u64> {
     link.pairs
         .iter()
         .map(|p| {
