@@ -169,7 +169,8 @@ impl Endpoint {
         }
     }
 
-    /// The protocol core's counters.
+    /// The protocol core's counters as the endpoint's thread last published them (every 10 ms
+    /// while it is busy, and whenever it sleeps), so at most about 10 ms old.
     pub fn stats(&self) -> Stats {
         self.status().stats
     }

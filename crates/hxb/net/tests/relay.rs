@@ -66,6 +66,11 @@ fn messages_cross_a_relay_whole_and_in_order() {
     }
     assert!(eps[0].flush(Duration::from_secs(2)).unwrap(), "sender not idle: {:?}", eps[0].stats());
     let packets = eps[0].stats().sent;
+    // Counters are published by each endpoint's thread every 10 ms: wait for the last ones.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while (eps[3].stats().delivered < packets || eps[1].stats().relayed < packets) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert!(eps[1].stats().relayed >= packets, "relay (1,0,0) passed on {} of {packets}", eps[1].stats().relayed);
     assert!(eps[2].stats().relayed > 0, "the ACKs come back through (0,1,0)");
     assert_eq!(eps[3].stats().delivered, packets);
