@@ -169,8 +169,8 @@ impl Endpoint {
         }
     }
 
-    /// The protocol core's counters as the endpoint's thread last published them (every 10 ms
-    /// while it is busy, and whenever it sleeps), so at most about 10 ms old.
+    /// The protocol core's counters as the endpoint's thread last published them: it does so
+    /// when it is about to sleep and 10 ms have passed since the last time.
     pub fn stats(&self) -> Stats {
         self.status().stats
     }
