@@ -24,7 +24,7 @@
 //! TLPs queued meanwhile join that frame.
 
 use crate::error::ExpError;
-use crate::gbn::{AckOutcome, Arrival, Receiver, Sender};
+use crate::gbn::{AckOutcome, Arrival, Owed, Receiver, Sender};
 use crate::header::{tlps, FrameView, Header, Kind, Mac, Tlps, HEADER_LEN, MAX_VLAN, MIN_FRAME, TLP_PREFIX};
 use crate::outbox::Outbox;
 use crate::rate::{RateConfig, RateControl};
@@ -45,7 +45,7 @@ pub struct Config {
     pub window: u32,
     /// Retransmission timeout [ps].
     pub rto_ps: u64,
-    /// Repeated ACKs that start a retransmission round (at least 1).
+    /// NAKs (repeated ACKs naming a lost frame) that start a retransmission round (at least 1).
     pub dup_acks: u32,
     /// Retransmission rounds in a row without progress that declare the path failed
     /// (§4.2.1: 3 in the seed's experiment); 0 never declares it.
@@ -165,9 +165,9 @@ pub struct Stats {
     pub tlps_sent: u64,
     /// DATA frames sent again.
     pub retransmitted: u64,
-    /// ACK frames sent.
+    /// ACK and NAK frames sent.
     pub acks: u64,
-    /// Retransmission rounds started by a repeated ACK.
+    /// Retransmission rounds started by a NAK (a repeated ACK naming a lost frame).
     pub dup_ack_rounds: u64,
     /// Retransmission rounds started by the timer.
     pub timeout_rounds: u64,
@@ -334,7 +334,7 @@ impl Bridge {
         }
         let p = self.peers.get_mut(&h.src).expect("created above");
         if !p.failed {
-            match p.tx.on_ack(h.ack, h.kind == Kind::Ack, now, rto, dup_acks) {
+            match p.tx.on_ack(h.ack, h.kind == Kind::Nak, now, rto, dup_acks) {
                 AckOutcome::Retransmit(losses) => {
                     self.stats.dup_ack_rounds += 1;
                     self.lost(h.src, losses, now);
@@ -415,9 +415,10 @@ impl Bridge {
     fn next_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(Mac, usize, usize)> {
         let (mac, vlan) = (self.cfg.mac, self.cfg.vlan);
         let any_free = (0..self.link_free_at.len()).find(|&q| self.free(q, now))?;
-        if let Some((&to, p)) = self.peers.iter_mut().find(|(_, p)| p.rx.ack_pending) {
-            p.rx.ack_pending = false;
-            let h = Header { dst: to, src: mac, vlan, kind: Kind::Ack, count: 0, seq: 0, ack: p.rx.expected(), len: 0 };
+        if let Some((&to, p)) = self.peers.iter_mut().find(|(_, p)| p.rx.owed != Owed::Nothing) {
+            let kind = if p.rx.owed == Owed::Nak { Kind::Nak } else { Kind::Ack };
+            p.rx.owed = Owed::Nothing;
+            let h = Header { dst: to, src: mac, vlan, kind, count: 0, seq: 0, ack: p.rx.expected(), len: 0 };
             h.emit(buf);
             self.stats.acks += 1;
             return Some((to, HEADER_LEN, any_free));
@@ -448,7 +449,9 @@ impl Bridge {
         let len = (end - HEADER_LEN) as u16;
         Header { dst: to, src: mac, vlan, kind: Kind::Data, count: count as u8, seq, ack: p.rx.expected(), len }
             .emit(buf);
-        p.rx.ack_pending = false;
+        if p.rx.owed == Owed::Ack {
+            p.rx.owed = Owed::Nothing; // carried by this frame; a NAK goes as its own frame
+        }
         let mut stored = p.tx.take_buffer();
         stored.extend_from_slice(&buf[..end]);
         p.tx.sent(stored, now, rto);
@@ -528,7 +531,7 @@ impl Bridge {
         }
         let port = |seq: u32| self.link_free_at[self.path_of(seq)];
         let first_free = self.link_free_at.iter().copied().min().expect("at least one port");
-        let ack = self.peers.values().any(|p| p.rx.ack_pending).then_some(first_free);
+        let ack = self.peers.values().any(|p| p.rx.owed != Owed::Nothing).then_some(first_free);
         let resend = self.peers.values().filter(|p| !p.failed).filter_map(|p| p.tx.next_resend_seq().map(port)).min();
         // New frames wait for their port and for their destination's rate.
         let paced = self

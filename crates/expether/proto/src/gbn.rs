@@ -112,9 +112,9 @@ impl Sender {
         Some(f)
     }
 
-    /// Takes the cumulative ACK `ack`, received at `now`; `pure` is true for an ACK frame (only
-    /// those count as repeated ACKs; DATA frames carry the ACK too).
-    pub fn on_ack(&mut self, ack: u32, pure: bool, now: u64, rto: u64, dup_acks: u32) -> AckOutcome {
+    /// Takes the cumulative ACK `ack`, received at `now`; `nak` is true for a NAK frame (only
+    /// those count as repeated ACKs; ACK and DATA frames only acknowledge).
+    pub fn on_ack(&mut self, ack: u32, nak: bool, now: u64, rto: u64, dup_acks: u32) -> AckOutcome {
         if after(ack, self.base) && !after(ack, self.next) {
             let n = ack.wrapping_sub(self.base);
             let (mut bytes, mut sent_at) = (0, u64::MAX);
@@ -135,7 +135,7 @@ impl Sender {
             let rtt = (sent_at != u64::MAX).then(|| now.saturating_sub(sent_at));
             return AckOutcome::Progress { frames: n, bytes, rtt };
         }
-        if pure && ack == self.base && !self.inflight.is_empty() && self.recover.is_none() {
+        if nak && ack == self.base && !self.inflight.is_empty() && self.recover.is_none() {
             self.dups += 1;
             if self.dups >= dup_acks {
                 self.recover = Some(self.next);
@@ -188,20 +188,35 @@ pub enum Arrival {
     Discard,
 }
 
+/// What the receiver owes its peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Owed {
+    /// Nothing.
+    #[default]
+    Nothing,
+    /// An acknowledgement (a DATA frame going back carries it as well).
+    Ack,
+    /// A NAK: the expected frame is lost (sent as its own frame).
+    Nak,
+}
+
 /// The receiving half from one peer.
 ///
 /// Multipath (§3.3.1 "イーサネットパスの集約"; expether.md §6): frame `seq` travels on path
 /// `seq % paths`, and each path delivers in order, so frames may overtake each other only
 /// across paths. The receiver holds early frames in a reorder buffer of one window and owes
-/// the sender a repeated ACK only when the expected frame is proven lost: a later frame arrived
-/// on the expected frame's own path. On one path every early frame proves that, which is plain
-/// go-back-N. The path rule and the buffer size (one window) are tca's design; the seed gives
-/// neither.
+/// the sender a NAK only when the expected frame is proven lost: a later frame arrived on the
+/// expected frame's own path. On one path every early frame proves that, which is plain
+/// go-back-N. The seed's retransmission trigger, an ACK "for the same frame" received again
+/// (§3.3.1), is this NAK: it names the frame again and says why, so that a plain ACK repeated
+/// for an old frame (one sent again by a retransmission round, or duplicated on the way) or an
+/// ACK overtaken on another path never starts a round. The path rule, the NAK and the buffer
+/// size (one window) are tca's design; the seed gives none of them.
 #[derive(Debug, Clone, Default)]
 pub struct Receiver {
     expected: u32,
-    /// An ACK is owed to the peer.
-    pub ack_pending: bool,
+    /// What is owed to the peer.
+    pub owed: Owed,
     /// Slot `i` holds frame `expected + i` once it has arrived early (slot 0 stays empty).
     ahead: VecDeque<Option<Vec<u8>>>,
     /// The frame the last [`Receiver::take_ready`] returned, kept to reuse its buffer.
@@ -221,21 +236,22 @@ impl Receiver {
 
     /// DATA frame `seq` (its bytes `frame`) arrived over a connection of `paths` paths whose
     /// window is `window` frames. Every delivered or old frame owes an ACK (an old one makes it
-    /// a repeated ACK, telling the sender what is missing); an early one owes it only when it
-    /// proves the expected frame lost.
+    /// the ACK again); an early one owes a NAK when it proves the expected frame lost.
     pub fn on_data(&mut self, seq: u32, frame: &[u8], paths: u32, window: u32) -> Arrival {
         if seq == self.expected {
-            self.ack_pending = true;
+            self.owed = Owed::Ack;
             self.expected = self.expected.wrapping_add(1);
             self.ahead.pop_front(); // the expected frame's own slot, empty
             return Arrival::Deliver;
         }
         if !after(seq, self.expected) {
-            self.ack_pending = true;
+            if self.owed == Owed::Nothing {
+                self.owed = Owed::Ack;
+            }
             return Arrival::Discard;
         }
         if seq % paths == self.expected % paths {
-            self.ack_pending = true;
+            self.owed = Owed::Nak;
         }
         let slot = seq.wrapping_sub(self.expected) as usize;
         if paths == 1 || slot >= window as usize {

@@ -15,7 +15,7 @@
 //! 14      2     tci        priority 3 bits, DEI 1 bit, VLAN id 12 bits (the host's VLAN, §3.3.1)
 //! 16      2     ethertype  0x88B5 (IEEE 802 local experimental)
 //! 18      1     version    always 1
-//! 19      1     kind       1 DATA, 2 ACK
+//! 19      1     kind       1 DATA, 2 ACK, 3 NAK (an ACK saying the frame `ack` names is lost)
 //! 20      1     count      DATA: TLPs in the frame (1..=255); ACK: 0
 //! 21      1     (zero)
 //! 22      4     seq        DATA: frame sequence number per (src, dst) pair; ACK: zero
@@ -88,6 +88,9 @@ pub enum Kind {
     Data,
     /// A pure acknowledgement.
     Ack,
+    /// An acknowledgement that also says the frame it names (the next one expected) was lost:
+    /// a later frame came over that frame's own path (see [`crate::gbn::Receiver`]).
+    Nak,
 }
 
 /// A zero-copy view of a frame.
@@ -223,12 +226,13 @@ impl Header {
         let kind = match v.kind() {
             1 => Kind::Data,
             2 => Kind::Ack,
+            3 => Kind::Nak,
             _ => return Err(ExpError::BadHeader("unknown kind")),
         };
         let (count, seq, len) = (v.count(), v.seq(), v.len());
         match kind {
             Kind::Data if count == 0 => return Err(ExpError::BadHeader("DATA frame without TLPs")),
-            Kind::Ack if count != 0 || seq != 0 || len != 0 => {
+            Kind::Ack | Kind::Nak if count != 0 || seq != 0 || len != 0 => {
                 return Err(ExpError::BadHeader("ACK frame with TLP or sequence fields"))
             }
             _ => {}
@@ -256,6 +260,7 @@ impl Header {
         b[at::KIND] = match self.kind {
             Kind::Data => 1,
             Kind::Ack => 2,
+            Kind::Nak => 3,
         };
         b[at::COUNT] = self.count;
         put::<{ at::SEQ }, 4>(b, self.seq.to_be_bytes());
@@ -364,6 +369,12 @@ mod tests {
         let mut v = FrameView::new_checked(&mut f[..]).unwrap();
         v.set_ack(99);
         assert_eq!(v.ack(), 99);
+        let nak = Header { kind: Kind::Nak, ..ack };
+        let mut f = [0u8; MIN_FRAME];
+        nak.emit(&mut f);
+        assert_eq!((f[19], Header::parse(&f)), (3, Ok(nak)));
+        f[19] = 4;
+        assert_eq!(Header::parse(&f), Err(ExpError::BadHeader("unknown kind")));
     }
 
     #[test]

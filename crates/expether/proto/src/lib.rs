@@ -18,7 +18,8 @@
 //! back-pressure when a queue is full (§3.4.4). What is tca's design where the seed is silent
 //! (expether.md §11): the header layout ([`header`]), TLPs delimited by a 2-byte length,
 //! 32-bit sequence numbers, an ACK for every DATA frame and the ACK carried by DATA frames too,
-//! one repeated ACK starting a round (configurable), one round per gap, a fixed retransmission
+//! the repeated ACK made explicit as a NAK ([`gbn::Receiver`]), one NAK starting a round
+//! (configurable), one round per gap, a fixed retransmission
 //! timeout, the DRR quantum and its refill ([`bridge`]), and what a failed path does (its TLPs
 //! are dropped and counted, new ones refused).
 //!
