@@ -84,9 +84,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     shm_against_mpi()
     collectives(out)
+    from tca.expether import demo as expether_demo
     from tca.hxb import demo as hxb_demo
 
     hxb_demo.table4(out)
+    expether_demo.section(out)
     return 0
 
 
