@@ -4,6 +4,8 @@ tca victream bench --workload logreg|sort|blur|matmul|pansharpen --devices N
                    --device-memory 64MiB --bus-bandwidth 2GB/s --data 512MiB
                    --scheduler fifo,ptask,locality,victream [--mode auto|virtual|cupy|sim]
                    [--partition auto|16MiB] [--iterations K] [--check] [--json] [--plot FILE]
+tca victream bench --attach expether [--platform expether-40gbe] --workload W|all
+                   --devices 1,2,3,4 [--json] [--plot FILE]
 tca victream optimal --workload logreg|blur4|blur5|matmul|all --mode sim [--json]
 """
 
@@ -28,14 +30,21 @@ def add_parser(subparsers) -> None:
 
     b = sub.add_parser("bench", help="compare the schedulers on a workload (seed 002 §6.1.2)")
     b.add_argument("--workload", default="logreg", help=f"one of: {', '.join(WORKLOADS)} (default logreg)")
-    b.add_argument("--devices", type=int, default=3, help="number of devices (default 3)")
-    b.add_argument("--device-memory", default="64MiB", help="memory per device (default 64MiB)")
-    b.add_argument("--bus-bandwidth", default="2GB/s", help="bus bandwidth per direction (default 2GB/s)")
-    b.add_argument("--bus-latency", default="10us", help="bus latency per transfer (default 10us)")
-    b.add_argument("--data", default="512MiB", help="input data size (default 512MiB)")
     b.add_argument(
-        "--partition", default="auto", help="partition size (default auto: min(256MiB, device memory / 16))"
+        "--devices", help="number of devices (default 3); with --attach expether a list (default 1,2,3,4)"
     )
+    b.add_argument("--device-memory", help="memory per device (default 64MiB)")
+    b.add_argument("--bus-bandwidth", help="bus bandwidth per direction (default 2GB/s)")
+    b.add_argument("--bus-latency", help="bus latency per transfer (default 10us)")
+    b.add_argument("--data", help="input data size (default 512MiB)")
+    b.add_argument("--partition", help="partition size (default auto: min(256MiB, device memory / 16))")
+    b.add_argument(
+        "--attach",
+        default="local",
+        help="local, or expether: Victream's performance with the GPUs behind ExpEther relative to "
+        "local GPUs, in sim mode, beside seed 002 Table 6.3",
+    )
+    b.add_argument("--platform", default="expether-40gbe", help="ExpEther platform of --attach expether")
     b.add_argument(
         "--scheduler", default=",".join(POLICIES), help="comma-separated schedulers (default: all)"
     )
@@ -45,7 +54,7 @@ def add_parser(subparsers) -> None:
         help=f"one of: {', '.join(MODES)}, auto (default: cupy if a GPU is usable, else virtual)",
     )
     b.add_argument("--iterations", type=int, help="iterations (logreg, blur, matmul)")
-    b.add_argument("--compute-speed", type=float, default=1.0, help="device compute speed factor (default 1)")
+    b.add_argument("--compute-speed", type=float, help="device compute speed factor (default 1)")
     b.add_argument("--seed", type=int, default=1, help="seed of the synthetic data (default 1)")
     b.add_argument("--check", action="store_true", help="compare every result with the NumPy reference")
     b.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
@@ -59,7 +68,32 @@ def add_parser(subparsers) -> None:
     o.set_defaults(func=cmd_optimal)
 
 
+# bench options of the local comparison of schedulers, and their defaults
+LOCAL_DEFAULTS = {
+    "devices": "3",
+    "device_memory": "64MiB",
+    "bus_bandwidth": "2GB/s",
+    "bus_latency": "10us",
+    "data": "512MiB",
+    "partition": "auto",
+    "compute_speed": 1.0,
+}
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.attach == "expether":
+        return cmd_bench_expether(args)
+    if args.attach != "local":
+        raise TcaError(f"unknown attachment '{args.attach}' (expected local or expether)")
+    for k, v in LOCAL_DEFAULTS.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    try:
+        args.devices = int(args.devices)
+    except ValueError:
+        raise TcaError(
+            f"--devices: expected one number, got '{args.devices}' (lists need --attach expether)"
+        ) from None
     if args.mode == "auto":
         from tca.victream.runtime.devices import cupy_available
 
@@ -105,6 +139,52 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.plot:
             print(f"# plot: {args.plot}")
     return 0
+
+
+def cmd_bench_expether(args: argparse.Namespace) -> int:
+    """Table 6.3: ExpEther/local per workload and GPU count, in sim mode."""
+    from tca.cli import output
+    from tca.victream.apps import expether as E
+
+    given = [
+        f"--{k.replace('_', '-')}" for k in LOCAL_DEFAULTS if k != "devices" and getattr(args, k) is not None
+    ]
+    given += [
+        o
+        for o, v in (
+            ("--scheduler", args.scheduler != ",".join(POLICIES)),
+            ("--iterations", args.iterations),
+            ("--check", args.check),
+        )
+        if v
+    ]
+    if given:
+        raise TcaError(
+            f"--attach expether runs the seed's §6.1 set-up with the victream scheduler: {', '.join(given)} "
+            "do not apply"
+        )
+    if args.mode not in ("auto", "sim"):
+        raise TcaError("--attach expether is a sim-mode model (--mode sim)")
+    workloads = list(E.WORKLOADS) if args.workload == "all" else [args.workload]
+    devices = _int_list(args.devices or "1,2,3,4", "--devices")
+    output.check_files(args)
+    points = E.run(workloads, devices, args.platform)
+    rows = E.rows(points, args.platform)
+    title = (
+        f"tca victream bench --attach expether ({args.platform}): Victream with the GPUs behind ExpEther "
+        "relative to GPUs in I/O slots, sim mode (seed 002 §6.3, Table 6.3)"
+    )
+    return output.emit(rows, title, args)
+
+
+def _int_list(text: str, what: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise TcaError(f"{what}: expected comma-separated numbers, got '{text}'") from None
+    if not out:
+        raise TcaError(f"{what}: no number given")
+    return out
 
 
 def cmd_optimal(args: argparse.Namespace) -> int:

@@ -7,6 +7,11 @@ all devices (the RAM disk whose throughput limited sort and blur in §6.1.2). Du
 from :class:`CostModel`; time is an integer number of picoseconds; events at the same time are
 ordered by insertion, so a run is bit-reproducible.
 
+With ``links`` (GPUs behind one network, seed 002 §6.3), the swap-ins of all devices share
+one :class:`SharedLink` and the swap-outs another: a device's transfers still go one at a time
+in order over its own bus (its latency, then at most its bandwidth), but while several are on
+the link they divide its capacity, so a transfer's end is known only when it happens.
+
 The event queue holds the core's actions (:mod:`tca.victream.core.actions`) at the time they
 complete; a completion is reported to the core through its ``handle_*`` input.
 """
@@ -14,6 +19,7 @@ complete; a completion is reported to the core through its ``handle_*`` input.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import astuple, dataclass, field
 
 from tca import TcaError
@@ -21,9 +27,18 @@ from tca.victream.core.actions import Drop, Run, SwapIn, SwapOut
 from tca.victream.core.dag import Batch
 from tca.victream.core.scheduler import Core
 from tca.victream.core.spans import Lane, Span
-from tca.victream.sim.cost import CostModel
+from tca.victream.sim.cost import PS, CostModel
+from tca.victream.sim.link import SharedLink
 
 HOST = -1  # the device number of the host's shared file lanes
+
+
+@dataclass(frozen=True)
+class Join:
+    """A queued transfer's latency has passed: its bytes enter the shared link."""
+
+    lane: str
+    device: int
 
 
 @dataclass
@@ -39,8 +54,11 @@ class Simulation:
     compute_ps: list[int] = field(default_factory=list)
     file_results: set[int] = field(default_factory=set)  # results written to a file (outputFile)
     host_ready: dict[int, int] = field(default_factory=dict)  # pid -> when its file read completes
-    _heap: list[tuple[int, int, SwapIn | SwapOut | Run]] = field(default_factory=list)
+    links: dict[str, SharedLink] | None = None  # Lane.IN / Lane.OUT value -> the shared link
+    _heap: list[tuple[int, int, SwapIn | SwapOut | Run | Join]] = field(default_factory=list)
     _seq: int = 0
+    _queues: dict[tuple[str, int], deque] = field(default_factory=dict)  # transfers per lane (links)
+    _started: dict[tuple[str, int], int] = field(default_factory=dict)  # lane -> its transfer's start
 
     def __post_init__(self):
         if not self.compute_ps:
@@ -57,6 +75,10 @@ class Simulation:
         c._heap = list(self._heap)
         c.file_results = set(self.file_results)
         c.host_ready = dict(self.host_ready)
+        if self.links is not None:
+            c.links = {k: v.copy() for k, v in self.links.items()}
+            c._queues = {k: deque(q) for k, q in self._queues.items()}
+            c._started = dict(self._started)
         return c
 
     def in_flight(self) -> tuple:
@@ -96,15 +118,28 @@ class Simulation:
             if core.finished():
                 return None
             deadline = core.poll_timeout()
-            if not self._heap and deadline is None:
+            nxt = self._heap[0][0] if self._heap else None
+            link_end = self._link_end()
+            if link_end is not None and (nxt is None or link_end[0] < nxt):
+                nxt = link_end[0]
+            else:
+                link_end = None
+            if nxt is None and deadline is None:
                 raise TcaError(f"simulation stalled: nothing in flight and {core.pending} subtasks pending")
-            if deadline is not None and (not self._heap or deadline < self._heap[0][0]):
+            if deadline is not None and (nxt is None or deadline < nxt):
                 self.now = max(self.now, deadline)
                 core.handle_timeout(self.now)
                 continue
+            if link_end is not None:
+                self.now = link_end[0]
+                self._arrived(link_end[1], link_end[2])
+                continue
             t, _, action = heapq.heappop(self._heap)
             self.now = t
-            self._complete(action, on_done)
+            if isinstance(action, Join):
+                self._join(action)
+            else:
+                self._complete(action, on_done)
 
     # ------------------------------------------------------------------ internals
     def _occupy(self, lane: Lane, device: int, dur: int, label: str, earliest: int | None = None) -> int:
@@ -128,11 +163,17 @@ class Simulation:
             if a.from_file:
                 t = self._occupy(Lane.FILE_READ, HOST, c.file_ps(a.nbytes, False), label)
                 self.host_ready[a.pid] = t
+            if self.links is not None:
+                self._enqueue(Lane.IN, a, label, t)
+                return
             end = self._occupy(Lane.IN, a.device, c.transfer_ps(a.nbytes, a.device), label, earliest=t)
             self._push(end, a)
         elif isinstance(a, SwapOut):
             label = self.core.parts[a.pid].label
-            end = self._occupy(Lane.OUT, a.device, c.transfer_ps(a.nbytes, a.device), label)
+            if self.links is not None:
+                self._enqueue(Lane.OUT, a, label, self.now)
+                return
+            end = self._occupy(Lane.OUT, a.device, c.transfer_ps(a.nbytes, a.device, True), label)
             if a.result and a.pid in self.file_results:
                 end = self._occupy(Lane.FILE_WRITE, HOST, c.file_ps(a.nbytes, True), label, earliest=end)
             self._push(end, a)
@@ -155,3 +196,46 @@ class Simulation:
             if on_done is not None:
                 for b in on_done(a.sid, None) or ():
                     self.core.submit(b)
+
+    # ------------------------------------------------------------------ shared links
+    def _enqueue(self, lane: Lane, a: SwapIn | SwapOut, label: str, ready: int) -> None:
+        """Queues a transfer on its device's lane; it starts once the lane is free and ``ready``."""
+        key = (lane.value, a.device)
+        self._queues.setdefault(key, deque()).append((a, label, ready))
+        self._kick(key)
+
+    def _kick(self, key: tuple[str, int]) -> None:
+        q = self._queues.get(key)
+        if key in self._started or not q:
+            return
+        a, _, ready = q[0]
+        start = max(self.now, ready)
+        self._started[key] = start
+        self._push(start + round(self.cost.bus(a.device)[1] * PS), Join(*key))
+
+    def _join(self, j: Join) -> None:
+        key = (j.lane, j.device)
+        a = self._queues[key][0][0]
+        self.links[j.lane].add(self.now, key, a.nbytes, self.cost.bus(a.device, j.lane == Lane.OUT.value)[0])
+
+    def _link_end(self) -> tuple[int, str, tuple[str, int]] | None:
+        """(time, lane, flow) of the first transfer to end on any shared link."""
+        best = None
+        for lane, link in (self.links or {}).items():
+            e = link.next_end()
+            if e is not None and (best is None or e[0] < best[0]):
+                best = (e[0], lane, e[1])
+        return best
+
+    def _arrived(self, lane: str, key: tuple[str, int]) -> None:
+        """A transfer's last byte is through: the lane takes its next transfer."""
+        self.links[lane].remove(self.now, key)
+        a, label, _ = self._queues[key].popleft()
+        start = self._started.pop(key)
+        if self.record:
+            self.spans.append(Span(a.device, Lane(lane), start, self.now, label))
+        end = self.now
+        if isinstance(a, SwapOut) and a.result and a.pid in self.file_results:
+            end = self._occupy(Lane.FILE_WRITE, HOST, self.cost.file_ps(a.nbytes, True), label, earliest=end)
+        self._push(end, a)
+        self._kick(key)
