@@ -69,7 +69,7 @@ def test_trace_and_plot(tca, tmp_path):
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["expether", "bench", "latency", "--platform", "no-such"], "no such ExpEther platform"),
+        (["expether", "bench", "latency", "--platform", "no-such"], "unknown ExpEther platform 'no-such'"),
         ([*LAT, "--sizes", "1000"], "not a multiple of 4 KiB"),
         ([*LAT, "--sizes", "4X"], "--sizes"),
         ([*AGG, "--drives", "0"], "--drives must be at least 1"),

@@ -12,7 +12,7 @@ from tca.common.progress import progress_bar
 
 def add_bench_parser(subparsers):
     """Adds ``bench aggregation|latency``; returns the subparsers of ``bench`` for more."""
-    bench = subparsers.add_parser("bench", help="ExpEther benchmarks: simulated prototype (seed 002 §4.2), this host")
+    bench = subparsers.add_parser("bench", help="ExpEther benchmarks (simulated prototype, this host)")
     sub = bench.add_subparsers(dest="benchmark", required=True)
     helps = {
         "aggregation": "gain of adaptive TLP aggregation with 1-4 SSDs in RAID-0 (Fig. 4.10)",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tca import TcaError
 from tca.common.report import Row
+from tca.peach import platforms
 from tca.units import parse_sizes
 
 SEED = "seed 002"
@@ -128,6 +129,7 @@ def write_trace(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace, update=None) -> tuple[list[Row], str]:
     if update:
         update(0, 1)
+    args = argparse.Namespace(**{**vars(args), "platform": str(platforms.resolve(args.platform, "expether"))})
     if args.benchmark == "aggregation":
         if args.drives is not None and args.drives < 1:
             raise TcaError(f"--drives must be at least 1 (got {args.drives})")

@@ -20,12 +20,11 @@ seed's cells, ``kind`` "calibrated" where a platform parameter was fitted to the
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
-from pathlib import Path
 
 from tca import TcaError, _native
 from tca.common.report import Row
+from tca.peach import platforms
 from tca.units import parse_sizes
 
 SEED = "seed 004"
@@ -63,23 +62,6 @@ TABLE2 = {
 TABLE2_SIZES = (1500, 4096, 8192)
 
 Update = Callable[[int, int], None] | None
-
-
-def platform_path(name: str) -> Path:
-    """``platforms/hxb/NAME.toml`` (``$TCA_HXB_PLATFORMS`` overrides the directory) or a path."""
-    candidate = Path(name)
-    if candidate.suffix == ".toml" or os.sep in name:
-        if not candidate.is_file():
-            raise TcaError(f"platform file not found: {name}")
-        return candidate
-    root = Path(
-        os.environ.get("TCA_HXB_PLATFORMS", Path(__file__).resolve().parents[3] / "platforms" / "hxb")
-    )
-    path = root / f"{name}.toml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in root.glob("*.toml"))) or "none"
-        raise TcaError(f"unknown HXB platform '{name}' (available: {known})")
-    return path
 
 
 def _ints(text: str, option: str, low: int, high: int) -> list[int]:
@@ -133,7 +115,7 @@ def _progress(update: Update, done: int, total: int) -> None:
 
 
 def run(args: argparse.Namespace, update: Update) -> tuple[list[Row], str]:
-    path = str(platform_path(args.platform))
+    path = str(platforms.resolve(args.platform, "hxb"))
     info = _call(_native.hxb_platform, path)
     name = info["name"]
     trace = _Trace(getattr(args, "trace", None))

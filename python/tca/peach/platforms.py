@@ -1,4 +1,5 @@
-"""Finding and loading platform files (``platforms/*.toml``)."""
+"""Finding and loading platform files: TCA's in ``platforms/*.toml``, the other systems' in
+``platforms/<system>/*.toml`` (``hxb``, ``expether``), by name or by path."""
 
 from __future__ import annotations
 
@@ -16,22 +17,26 @@ def platforms_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "platforms"
 
 
-def available() -> list[Path]:
-    """Bundled platform files, sorted by name."""
-    return sorted(platforms_dir().glob("*.toml"))
+def available(system: str | None = None) -> list[Path]:
+    """Bundled platform files of TCA (``system`` None) or of ``system``, sorted by name."""
+    root = platforms_dir() if system is None else platforms_dir() / system
+    return sorted(root.glob("*.toml"))
 
 
-def resolve(name_or_path: str) -> Path:
-    """A platform name (``peach2-testbed-2013``) or a path to a ``.toml`` file."""
+def resolve(name_or_path: str, system: str | None = None) -> Path:
+    """A platform name (``peach2-testbed-2013``; with ``system="hxb"``, ``hxb-testbed-2006``
+    from ``platforms/hxb``) or a path to a ``.toml`` file."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or os.sep in name_or_path:
         if not candidate.is_file():
             raise TcaError(f"platform file not found: {name_or_path}")
         return candidate
-    path = platforms_dir() / f"{name_or_path}.toml"
+    root = platforms_dir() if system is None else platforms_dir() / system
+    path = root / f"{name_or_path}.toml"
     if not path.is_file():
-        names = ", ".join(p.stem for p in available()) or "none"
-        raise TcaError(f"unknown platform '{name_or_path}' (available: {names})")
+        names = ", ".join(p.stem for p in available(system)) or "none"
+        what = "platform" if system is None else f"{'HXB' if system == 'hxb' else 'ExpEther'} platform"
+        raise TcaError(f"unknown {what} '{name_or_path}' (available: {names})")
     return path
 
 

@@ -99,9 +99,10 @@ class ExpEtherAttachment:
 def load(platform: str = "expether-40gbe") -> ExpEtherAttachment:
     """The attachment of GPUs behind the ExpEther ``platform`` (a name or a .toml path)."""
     from tca import _native
+    from tca.peach import platforms
 
     try:
-        p = _native.expether_platform(platform)
+        p = _native.expether_platform(str(platforms.resolve(platform, "expether")))
     except ValueError as e:
         raise TcaError(str(e)) from None
     params = {k: (v, src) for k, v, src, _cal in p["parameters"]}
