@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tca import TcaError
 from tca.common.report import Row
+from tca.units import parse_sizes
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "hxb-net-bench"
@@ -67,17 +68,11 @@ def _ints(text: str, option: str, low: int, high: int) -> list[int]:
 
 
 def sizes(text: str) -> list[int]:
-    """``LOW:HIGH`` (powers of two from LOW to HIGH) or a comma list, in bytes."""
-    if ":" in text:
-        low, high = _ints(text.replace(":", ","), "sizes", 1, 1 << 26)[:2]
-        if low > high:
-            raise TcaError(f"--sizes: {low} is above {high}")
-        out, s = [], low
-        while s <= high:
-            out.append(s)
-            s *= 2
-        return out
-    return _ints(text, "sizes", 1, 1 << 26)
+    """``LOW:HIGH`` (powers of two) or a comma list, with units (``64K``), up to 64 MiB."""
+    values = parse_sizes(text)
+    if any(v > 1 << 26 for v in values):
+        raise TcaError("--sizes: at most 64 MiB")
+    return values
 
 
 def rate(text: str) -> int:
