@@ -139,6 +139,9 @@ def test_assign_move_release_with_block_io(tmp_path):
             system.close()
         if server.proc.poll() is None:
             server.stop()
+        deadline = time.monotonic() + 10
+        while ours & _namespaces() and time.monotonic() < deadline:
+            time.sleep(0.05)
         left = ours & _namespaces()
         for ns in left:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -86,4 +86,12 @@ def _serve(db: str, path: Path, host: str, port: int, admin_token: str | None, b
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     print(f"tca expether pool: http://{shown}:{bound}/ (database {db}, backend {backend})", flush=True)
     config = uvicorn.Config(create_app(manager), log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+
+    class Server(uvicorn.Server):
+        # uvicorn re-raises SIGTERM once it has shut down, which ends the process before any
+        # `finally`: the backend lets go of its system here (a software system is stopped).
+        async def shutdown(self, sockets=None):
+            await super().shutdown(sockets)
+            system.close()
+
+    Server(config).run(sockets=[sock])
