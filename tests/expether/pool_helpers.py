@@ -17,8 +17,8 @@ ADMIN = "admin-token-0123456789abcdef"
 
 
 class PoolServer:
-    def __init__(self, db: Path, token: str | None = ADMIN):
-        self.db, self.token = db, token
+    def __init__(self, db: Path, token: str | None = ADMIN, extra: tuple[str, ...] = ()):
+        self.db, self.token, self.extra = db, token, list(extra)
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
@@ -26,6 +26,7 @@ class PoolServer:
         args = [sys.executable, "-m", "tca", "expether", "pool", "serve", "--db", str(self.db), "--port", "0"]
         if self.token:
             args += ["--admin-token", self.token]
+        args += self.extra
         env = dict(os.environ)
         env.pop("TCA_POOL_ADMIN_TOKEN", None)
         self.proc = subprocess.Popen(

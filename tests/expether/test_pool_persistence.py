@@ -74,7 +74,7 @@ def test_one_manager_per_database_and_clear_start_errors(tmp_path):
         (["--db", str(tmp_path / "no" / "x.db"), "--port", "0"], "does not exist"),
         (["--db", str(db), "--port", "0", "--admin-token", "short"], "at least 16 characters"),
         (["--db", str(db), "--port", "70000"], "expected 0..65535"),
-        (["--db", str(db), "--backend", "software"], "the software ExpEther has no management channel yet"),
+        (["--db", str(db), "--backend", "software"], "needs --system SOCKET"),
         (["--db", str(db), "--backend", "fpga"], "unknown backend 'fpga'"),
     ]:
         proc = run(*args)

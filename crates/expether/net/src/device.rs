@@ -83,12 +83,28 @@ impl Devices {
     /// Serves until `stop` is set; returns the counters, or the first failure.
     pub fn run(mut self, stop: Arc<AtomicBool>) -> Result<DeviceStats, ExpNetError> {
         while !stop.load(Ordering::Relaxed) {
-            self.port.pump(Duration::from_millis(2))?;
-            while let Some(raw) = self.port.pop() {
-                self.handle(&raw)?;
-            }
+            self.turn(Duration::from_millis(2))?;
         }
         Ok(self.stats)
+    }
+
+    /// One turn: pumps the port (waiting up to `wait` when idle) and serves what arrived.
+    pub fn turn(&mut self, wait: Duration) -> Result<(), ExpNetError> {
+        self.port.pump(wait)?;
+        while let Some(raw) = self.port.pop() {
+            self.handle(&raw)?;
+        }
+        Ok(())
+    }
+
+    /// The port (for its counters).
+    pub fn port(&self) -> &Port {
+        &self.port
+    }
+
+    /// The devices' counters.
+    pub fn stats(&self) -> DeviceStats {
+        self.stats
     }
 
     fn handle(&mut self, raw: &[u8]) -> Result<(), ExpNetError> {

@@ -14,7 +14,9 @@
 //!   memory-region accesses;
 //! - [`blockio`], [`bench`]: the block-I/O benchmark with per-block verification;
 //! - [`tcp`]: the baseline, the same device over one TCP connection;
-//! - [`run`]: a whole measurement in namespaces built and removed by an [`ether_net::Testbed`].
+//! - [`run`]: a whole measurement in namespaces built and removed by an [`ether_net::Testbed`];
+//! - [`pooled`], [`system`], [`control`]: a long-running system of N hosts and M pooled devices
+//!   whose VLANs a pool manager sets over a Unix socket (program `expether-system`).
 //!
 //! Everything needs root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN for `setns`).
 
@@ -22,13 +24,16 @@
 
 pub mod bench;
 pub mod blockio;
+pub mod control;
 pub mod device;
 pub mod error;
 pub mod host;
 pub mod nvme;
+pub mod pooled;
 pub mod port;
 pub mod run;
 pub mod store;
+pub mod system;
 pub mod tcp;
 pub mod tlp;
 

@@ -44,6 +44,10 @@ pub struct PortConfig {
     pub ifnames: Vec<String>,
     /// Faults injected on receipt (`port` is the path); `None` for none.
     pub faults: Option<RxFaults>,
+    /// Hand the bridge only frames whose source is `peer`, ignoring the rest: several ports of
+    /// one bridge MAC on one interface, one per peer, then keep their go-back-N state apart
+    /// (the bridge keeps it per peer anyway) and each can be dropped alone.
+    pub peer_only: bool,
 }
 
 /// Counters of the port besides the bridge's.
@@ -61,6 +65,10 @@ pub struct PortStats {
     pub ring_drops: u64,
     /// Received frames the bridge refused (not ExpEther, another bridge or VLAN).
     pub frames_refused: u64,
+    /// Of those, frames refused because they carried another VLAN (§3.3.1).
+    pub frames_other_vlan: u64,
+    /// Frames from another source than the peer, not handed to the bridge (`peer_only`).
+    pub frames_ignored: u64,
 }
 
 /// The bridge, its sockets and the TLPs waiting on either side of it.
@@ -70,6 +78,7 @@ pub struct Port {
     peer: Mac,
     sockets: Vec<FrameSocket>,
     faults: Option<FaultInjector>,
+    peer_only: bool,
     start: Instant,
     out: VecDeque<Vec<u8>>,
     delivered: VecDeque<Vec<u8>>,
@@ -98,6 +107,7 @@ impl Port {
             peer: cfg.peer,
             sockets,
             faults,
+            peer_only: cfg.peer_only,
             start: Instant::now(),
             out: VecDeque::new(),
             delivered: VecDeque::new(),
@@ -133,6 +143,11 @@ impl Port {
     /// The bridge's counters.
     pub fn bridge_stats(&self) -> Stats {
         self.bridge.stats()
+    }
+
+    /// The port's own counters without the kernel's ring drops (no system call).
+    pub fn counters(&self) -> PortStats {
+        self.stats
     }
 
     /// The port's own counters (reads the kernel's ring counters, hence `&mut`).
@@ -218,10 +233,16 @@ impl Port {
             self.stats.frames_duplicated += u64::from(fate == Fate::Twice);
             let socket = &self.sockets[i];
             let truncated = socket.wire_len(slot) > socket.frame(slot).len();
-            for _ in 0..times {
+            let other = self.peer_only && socket.frame(slot).get(6..12) != Some(&self.peer.0[..]);
+            self.stats.frames_ignored += u64::from(other);
+            for _ in 0..times * usize::from(!other) {
                 let now = self.now_ps();
-                if truncated || self.bridge.handle_frame(now, socket.frame(slot)).is_err() {
-                    self.stats.frames_refused += 1;
+                match (truncated, self.bridge.handle_frame(now, socket.frame(slot))) {
+                    (false, Ok(())) => {}
+                    (_, r) => {
+                        self.stats.frames_refused += 1;
+                        self.stats.frames_other_vlan += u64::from(matches!(r, Err(ExpError::OtherVlan(..))));
+                    }
                 }
             }
             self.sockets[i].release(slot);

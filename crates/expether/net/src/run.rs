@@ -180,6 +180,7 @@ fn one_testbed(np: &NetPlan, k: u8, tcp: bool, store: &Arc<Store>) -> Result<Vec
         netns: ns.to_string(),
         ifnames: link.pairs.iter().map(|p| if side_a { p.a.ifname.clone() } else { p.b.ifname.clone() }).collect(),
         faults: (np.loss > 0.0).then(|| RxFaults::loss(np.loss, seed)),
+        peer_only: false,
     };
     let dev_port = Port::open(port(DEV_MAC, HOST_MAC, &dev_ns, false, np.seed + 1))?;
     let mut host = Host::new(Port::open(port(HOST_MAC, DEV_MAC, &host_ns, true, np.seed))?);

@@ -7,7 +7,7 @@ report counters periodically for monitoring; every change and every refused chan
 audit log. State is kept in SQLite and survives a restart.
 
 Modules: ``rules`` (limits, validation, errors), ``store`` (the SQLite schema and queries),
-``backend`` (what the manager drives: the simulated virtual switch; the interface the software
-ExpEther is to implement), ``manager`` (the operations), ``api`` (the REST API and the page),
+``backend`` (what the manager drives: the simulated virtual switch), ``software`` (the software
+ExpEther system of ``expether-system``), ``manager`` (the operations), ``api`` (the REST API and the page),
 ``server`` (``tca expether pool serve``), ``client`` (the HTTP client of the CLI).
 """

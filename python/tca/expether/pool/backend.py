@@ -15,13 +15,11 @@ Backends:
 - ``sim`` (:class:`SimBackend`): the distributed virtual PCIe switch of the protocol core
   (crates/expether/proto ``vswitch``, through ``tca._native.VirtualSwitch``): the same code
   that the simulated ExpEther systems use decides slots, events and limits.
-- ``software``: the software ExpEther on Linux links (host-side and device-side processes in
-  network namespaces) does not exist yet, so there is no backend for it. When it exists, it
-  implements :class:`Backend`: ``assign`` and ``release`` send the management frame that sets
-  the device-side process's VLAN and return the hot-plug events its host-side process reports;
-  ``join_*``/``leave_*`` record which bridge processes the manager knows; ``restore`` asks the
-  bridges for their VLANs (the bridges keep their state when the manager restarts).
-  ``make_backend("software")`` refuses with a message saying so.
+- ``software`` (:class:`tca.expether.pool.software.SoftwareBackend`): the software ExpEther
+  on Linux links, the program ``expether-system`` (crates/expether/net): host-side and
+  device-side bridges in network namespaces, each device with a file-backed block device. The
+  same virtual switch computes slots and events; the system enacts them (sets the device
+  bridge's VLAN, updates the hosts' views) and reports the events its hosts saw.
 """
 
 from __future__ import annotations
@@ -82,6 +80,10 @@ class Backend(abc.ABC):
     def restore(self, hosts: list[dict], devices: list[dict]) -> None:
         """Makes the system hold exactly this state: hosts (``mac``, ``vlan``) and devices
         (``mac``, ``vlan``, ``slot``), without recording events."""
+
+    def close(self) -> None:
+        """The manager stops: lets go of the system (nothing to do for most backends)."""
+        return None
 
 
 class SimBackend(Backend):
@@ -158,12 +160,18 @@ class SimBackend(Backend):
 BACKENDS = ("sim", "software")
 
 
-def make_backend(name: str) -> Backend:
+def make_backend(name: str, system: str | None = None, hosts: int = 2, devices: int = 2) -> Backend:
+    """The backend called ``name``. ``software`` needs ``system``, the path of the software
+    system's control socket (attached to if a system listens there, else one with ``hosts``
+    hosts and ``devices`` devices is started)."""
     if name == "sim":
         return SimBackend()
     if name == "software":
-        raise BackendError(
-            "backend 'software': the software ExpEther has no management channel yet "
-            "(see tca.expether.pool.backend for the interface it is to implement); use --backend sim"
-        )
+        if not system:
+            raise BackendError(
+                "backend 'software' needs --system SOCKET (the software system's control socket)"
+            )
+        from tca.expether.pool.software import SoftwareBackend
+
+        return SoftwareBackend(system, hosts, devices)
     raise BackendError(f"unknown backend {name!r}: expected one of {', '.join(BACKENDS)}")

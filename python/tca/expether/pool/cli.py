@@ -29,7 +29,20 @@ def add_parser(subparsers) -> None:
         "--admin-token", help="admin token to accept (at least 16 characters; or $TCA_POOL_ADMIN_TOKEN)"
     )
     s.add_argument(
-        "--backend", default="sim", help="the ExpEther system driven: sim (the protocol core's switch)"
+        "--backend",
+        default="sim",
+        help="the ExpEther system driven: sim (the protocol core's switch) or software (expether-system)",
+    )
+    s.add_argument(
+        "--system",
+        metavar="SOCKET",
+        help="software: the system's control socket; attached to if one listens there, else one is started",
+    )
+    s.add_argument(
+        "--system-hosts", type=int, default=2, help="software, started: host namespaces (default 2)"
+    )
+    s.add_argument(
+        "--system-devices", type=int, default=2, help="software, started: pooled devices (default 2)"
     )
     s.set_defaults(func=cmd_serve)
 
@@ -78,7 +91,8 @@ def add_parser(subparsers) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from tca.expether.pool.server import serve
 
-    return serve(args.db, args.host, args.port, args.admin_token, args.backend)
+    options = {"system": args.system, "hosts": args.system_hosts, "devices": args.system_devices}
+    return serve(args.db, args.host, args.port, args.admin_token, args.backend, options)
 
 
 def _ref(text: str) -> str:

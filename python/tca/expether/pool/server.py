@@ -22,13 +22,10 @@ from tca.expether.pool.rules import PoolError
 TOKEN_ENV = "TCA_POOL_ADMIN_TOKEN"
 
 
-def serve(db: str, host: str, port: int, admin_token: str | None, backend: str) -> int:
-    import uvicorn
-
-    from tca.expether.pool.api import create_app
-    from tca.expether.pool.manager import Manager
-    from tca.expether.pool.store import Store
-
+def serve(
+    db: str, host: str, port: int, admin_token: str | None, backend: str, options: dict | None = None
+) -> int:
+    """Serves until SIGTERM or SIGINT; ``options`` go to :func:`make_backend`."""
     path = Path(db)
     if not path.parent.is_dir():
         raise TcaError(f"--db {db}: directory {path.parent} does not exist")
@@ -40,7 +37,24 @@ def serve(db: str, host: str, port: int, admin_token: str | None, backend: str) 
     except BlockingIOError:
         raise TcaError(f"--db {db}: another pool manager is serving this database") from None
     try:
-        system = make_backend(backend)
+        system = make_backend(backend, **(options or {}))
+    except BackendError as e:
+        raise TcaError(str(e)) from None
+    try:
+        _serve(db, path, host, port, admin_token, backend, system)
+    finally:
+        system.close()
+    return 0
+
+
+def _serve(db: str, path: Path, host: str, port: int, admin_token: str | None, backend: str, system) -> None:
+    import uvicorn
+
+    from tca.expether.pool.api import create_app
+    from tca.expether.pool.manager import Manager
+    from tca.expether.pool.store import Store
+
+    try:
         manager = Manager(Store(path), system)
     except BackendError as e:
         raise TcaError(str(e)) from None
@@ -72,5 +86,12 @@ def serve(db: str, host: str, port: int, admin_token: str | None, backend: str) 
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     print(f"tca expether pool: http://{shown}:{bound}/ (database {db}, backend {backend})", flush=True)
     config = uvicorn.Config(create_app(manager), log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+
+    class Server(uvicorn.Server):
+        # uvicorn re-raises SIGTERM once it has shut down, which ends the process before any
+        # `finally`: the backend lets go of its system here (a software system is stopped).
+        async def shutdown(self, sockets=None):
+            await super().shutdown(sockets)
+            system.close()
+
+    Server(config).run(sockets=[sock])
