@@ -78,7 +78,7 @@ def test_bandwidths_are_computed_from_the_platform():
 
 
 def test_unknown_platform_is_a_one_line_error():
-    with pytest.raises(TcaError, match="no such ExpEther platform"):
+    with pytest.raises(TcaError, match="unknown ExpEther platform .no-such-platform."):
         X.load("no-such-platform")
 
 

@@ -8,10 +8,14 @@
 //! A model is any type implementing [`Model`]: the [`Simulation`] pops the earliest event,
 //! advances the clock and hands the event to [`Model::handle`] together with a [`Context`] through
 //! which the model schedules further events and records trace spans.
+//!
+//! Beside the kernel: [`units`] (the one parser of quantities) and [`params`] (the one loader of
+//! platform files).
 
 #![warn(missing_docs)]
 
 pub mod harness;
+pub mod params;
 mod queue;
 mod time;
 mod trace;

@@ -4,7 +4,7 @@
 //! carry every TLP, frame by frame) with the timing models (`expether-model`, `ether`, `pcie`).
 //!
 //! One idea per module:
-//! - [`platform`] and [`reader`]: platform files (`platforms/expether/*.toml`);
+//! - [`platform`]: platform files (`platforms/expether/*.toml`, read by `base::params`);
 //! - [`tlp`]: the TLPs as bytes; [`fabric`]: slot or ExpEther path; [`ethpath`]: the path with
 //!   its bridges, Ethernet links, switch and loss;
 //! - [`system`]: a host, a device and a fabric in one event loop;
@@ -19,13 +19,12 @@ pub mod experiments;
 pub mod fabric;
 pub mod gpu;
 pub mod platform;
-pub mod reader;
 pub mod run;
 pub mod system;
 pub mod tlp;
 
+pub use base::params::{Param, ParamError};
 pub use platform::{find, Platform};
-pub use reader::LoadError;
 pub use run::{Attach, BlockResult, RunOptions};
 
 /// Why a simulation could not run or finish (one line).
@@ -45,5 +44,5 @@ pub enum SimError {
     TimeLimit(base::SimTime),
     /// A platform file.
     #[error("{0}")]
-    Load(#[from] LoadError),
+    Load(#[from] ParamError),
 }

@@ -6,10 +6,10 @@
 //! (the Intel-910-class SSD), `[raid]` (the RAID-0 of SATA SSDs), `[gpu]`, `[sssp]`, and
 //! `[experiments]` (the experiments' settings the seed does not state). Each parameter is
 //! `key = { value = ..., source = "...", calibrated = "..." }` (calibrated only for fitted
-//! ones); errors name the file and the key in one line.
+//! ones); `base::params` reads them, and errors name the file and the key in one line.
 
 use crate::ethpath::PathSpec;
-use crate::reader::{LoadError, Param, Reader};
+use base::params::{self, Param, ParamError, Reader};
 use ether::{LinkSpec, QueueLimit, SwitchSpec};
 use expether_model::{BlockTiming, BridgeTiming, GpuTiming, HostTiming, LossTolerance};
 use std::path::{Path, PathBuf};
@@ -129,31 +129,24 @@ const TAGGED_FRAME: usize = 1518;
 
 impl Platform {
     /// Loads and checks `path`.
-    pub fn load(path: &Path) -> Result<Platform, LoadError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-            file: file.clone(),
-            key: String::new(),
-            message: format!("cannot read: {e}"),
-        })?;
-        Platform::parse(&file, &text).map(|mut p| {
+    pub fn load(path: &Path) -> Result<Platform, ParamError> {
+        Platform::parse(&path.display().to_string(), &params::read(path)?).map(|mut p| {
             p.path = path.to_owned();
             p
         })
     }
 
     /// Parses the text of a platform file called `file`.
-    pub fn parse(file: &str, text: &str) -> Result<Platform, LoadError> {
+    pub fn parse(file: &str, text: &str) -> Result<Platform, ParamError> {
         let mut r = Reader::parse(file, text)?;
         let name = r.text("platform.name")?;
         let description = r.text("platform.description")?;
         let source = r.text("platform.source")?;
-        let calibration = r.texts("platform.calibration")?;
+        let calibration = r.calibration("platform.calibration")?;
 
-        let generation = match r.value("pcie.generation")?.as_str() {
-            Some("gen2") => pcie::Generation::Gen2,
-            Some("gen3") => pcie::Generation::Gen3,
-            _ => return Err(r.error("pcie.generation", "expected \"gen2\" or \"gen3\"")),
+        let generation = match r.choice("pcie.generation", &["gen2", "gen3"])?.as_str() {
+            "gen2" => pcie::Generation::Gen2,
+            _ => pcie::Generation::Gen3,
         };
         let pcie = pcie::LinkSpec {
             generation,
@@ -277,24 +270,14 @@ impl Platform {
         if experiments.latency_drives > raid.drives {
             return Err(r.error("experiments.latency_drives", "more drives than raid.drives"));
         }
-        for key in &calibration {
-            if !r.params.iter().any(|p| &p.key == key && p.calibrated.is_some()) {
-                return Err(
-                    r.error("platform.calibration", format!("'{key}' is not a parameter with a 'calibrated' field"))
-                );
-            }
-        }
-        if let Some(p) = r.params.iter().find(|p| p.calibrated.is_some() && !calibration.contains(&p.key)) {
-            return Err(r.error(&p.key, "calibrated but not listed in platform.calibration"));
-        }
-        r.finish()?;
+        let params = r.finish()?;
         Ok(Platform {
             name,
             description,
             source,
             path: PathBuf::from(file),
             calibration,
-            params: r.params,
+            params,
             pcie,
             bridge,
             proto,
@@ -337,7 +320,7 @@ impl Platform {
     }
 }
 
-fn check_block(r: &Reader, section: &'static str, t: &BlockTiming) -> Result<(), LoadError> {
+fn check_block(r: &Reader, section: &'static str, t: &BlockTiming) -> Result<(), ParamError> {
     t.validate(section).map_err(|e| r.error(section, e.1))?;
     if !t.chunk.is_multiple_of(4096) {
         return Err(r.error(section, "chunk (stripe) must be a whole multiple of 4 KiB"));
@@ -345,24 +328,13 @@ fn check_block(r: &Reader, section: &'static str, t: &BlockTiming) -> Result<(),
     Ok(())
 }
 
-/// The directory of the ExpEther platform files, from the crate's location.
+/// The directory of the ExpEther platform files in the checkout (`platforms/expether`), for
+/// Rust tests and examples.
 pub fn platforms_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/expether")
+    params::platforms_dir("expether")
 }
 
-/// Finds a platform by name (a file in [`platforms_dir`]) or by path.
-pub fn find(name_or_path: &str) -> Result<Platform, LoadError> {
-    let p = Path::new(name_or_path);
-    if name_or_path.ends_with(".toml") || p.components().count() > 1 {
-        return Platform::load(p);
-    }
-    let file = platforms_dir().join(format!("{name_or_path}.toml"));
-    if !file.exists() {
-        return Err(LoadError {
-            file: name_or_path.to_owned(),
-            key: String::new(),
-            message: format!("no such ExpEther platform (looked for {})", file.display()),
-        });
-    }
-    Platform::load(&file)
+/// Loads `name` (a file in [`platforms_dir`]) or a path to a `.toml` file.
+pub fn find(name: &str) -> Result<Platform, ParamError> {
+    Platform::load(&params::find_file("expether", "ExpEther", name)?)
 }

@@ -62,5 +62,6 @@ fn mistakes_are_one_line_naming_file_and_key() {
         assert!(!e.contains('\n'), "{e:?}");
     }
     let e = expether_sim::find("no-such-platform").unwrap_err().to_string();
-    assert!(e.starts_with("no-such-platform: no such ExpEther platform"), "{e}");
+    assert!(e.starts_with("no-such-platform: unknown ExpEther platform (available: "), "{e}");
+    assert!(e.contains("expether-1gbe, expether-40gbe, expether-prototype"), "{e}");
 }

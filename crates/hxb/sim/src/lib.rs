@@ -15,7 +15,8 @@ pub mod host;
 pub mod platform;
 pub mod world;
 
+pub use base::params::{Param, ParamError};
 pub use fabric::Shape;
 pub use host::HostCosts;
-pub use platform::{Platform, PlatformError};
+pub use platform::Platform;
 pub use world::{Api, App, Totals, World};

@@ -35,7 +35,7 @@ fn both_platforms_load_with_sources_and_a_declared_calibration_set() {
 }
 
 fn broken(edit: impl Fn(String) -> String) -> String {
-    let text = std::fs::read_to_string(hxb_sim::platform::platform_dir().join("hxb-testbed-2006.toml")).unwrap();
+    let text = std::fs::read_to_string(hxb_sim::platform::platforms_dir().join("hxb-testbed-2006.toml")).unwrap();
     Platform::parse(&edit(text), Path::new("bad.toml")).unwrap_err().to_string()
 }
 
