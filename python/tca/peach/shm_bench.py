@@ -12,7 +12,9 @@ osu_put_latency iteration counts); ``shmem_pingpong`` under ``oshrun`` (Open MPI
 shmem_putmem + shmem_quiet + a flag put + shmem_quiet, shmem_wait_until; ``--mca osc ^rdma``);
 ``ucx_pingpong`` (UCP put over posix shared memory, two forked processes); and two floors
 without any library: ``store_pingpong`` (the same ping-pong as plain stores between two forked
-processes) and ``memcpy_floor`` (a single-threaded memcpy loop). Every series pins its two
+processes) and ``memcpy_floor`` (a single-threaded memcpy loop). Two Python series compare the
+Python ranks: the TCA Python API's DMA ping-pong against mpi4py's Send/Recv under Open MPI
+(:mod:`tca.peach.bench.py_pingpong`, 8 B to 4 KiB). Every series pins its two
 ranks to two CPUs. A series whose program is not built (``make mpi`` installs MPI, OpenSHMEM
 and UCX) is skipped with a message.
 
@@ -25,6 +27,7 @@ series and size, and the ratios the project's goals are stated in (computed on t
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import signal
@@ -75,6 +78,11 @@ def _all_series(max_bytes: int, scale: float) -> dict[str, list[str] | None]:
     cmds["OpenSHMEM"] = shmem if ok else None
     exe = BIN / "ucx_pingpong"
     cmds["UCX UCP put"] = [str(exe), *args] if exe.exists() else None
+    py = str(Path(__file__).resolve().parent / "bench" / "py_pingpong.py")
+    cmds["Python shm DMA"] = [*launch, py, "tca", *args]
+    ok = shutil.which("mpirun.openmpi") and importlib.util.find_spec("mpi4py") is not None
+    mpi4py = ["mpirun.openmpi", "--bind-to", "core", "-n", "2", sys.executable, py, "mpi4py", *args]
+    cmds["Python mpi4py Send/Recv"] = mpi4py if ok else None
     cmds["plain stores"] = [str(BIN / "store_pingpong"), *args]
     cmds["memcpy"] = [str(BIN / "memcpy_floor"), *args]
     return cmds
@@ -171,6 +179,9 @@ def ratios(med: dict[str, dict[int, float]], max_bytes: int) -> list[tuple[str, 
         if size <= max_bytes and floors and get("shm DMA register", size):
             r = get("shm DMA register", size) / min(floors)
             out.append((f"{size} B latency, shm DMA register / better floor", r, "<= 1.05"))
+    py, mpi4py = get("Python shm DMA", 8), get("Python mpi4py Send/Recv", 8)
+    if py and mpi4py:
+        out.append(("8 B latency, Python shm DMA / Python mpi4py Send/Recv", py / mpi4py, "<= 1.5"))
     big = max_bytes
     if get("memcpy", big) and get("shm DMA register", big):
         r = gbps(big, get("shm DMA register", big)) / gbps(big, get("memcpy", big))
