@@ -80,6 +80,21 @@ def parse_sizes(text: str, what: str | None = "--sizes") -> list[int]:
     return [parse_size_arg(t, what) for t in text.split(",")]
 
 
+def parse_counts(text: str, what: str, bounds: tuple[int, int] | None = None) -> list[int]:
+    """A comma list of whole numbers (``1,2,4``), each within ``bounds`` (inclusive) if given."""
+    try:
+        values = [int(t) for t in str(text).split(",")]
+    except ValueError:
+        message = f"{what}: expected a comma list of whole numbers such as 1,2,4 (bad {what} '{text}')"
+        raise TcaError(message) from None
+    if bounds is not None:
+        low, high = bounds
+        for v in values:
+            if not low <= v <= high:
+                raise TcaError(f"{what}: {v} is outside {low}..{high}")
+    return values
+
+
 def parse_time(value: object, what: str | None = None, *, strict: bool = False) -> float:
     """A duration in seconds: ``"10us"``, ``"1.5 ms"``, ``"0"``, ``2e-6``."""
     return _quantity(value, "time", what, strict)

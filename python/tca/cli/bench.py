@@ -11,7 +11,7 @@ from tca.common import report
 from tca.common.progress import progress_bar
 from tca.peach import platforms
 from tca.peach.bench import block_stride, dma_bw, local_copy, pingpong
-from tca.units import parse_sizes
+from tca.units import parse_counts, parse_sizes
 
 
 def add_parser(subparsers) -> None:
@@ -133,13 +133,6 @@ def app_fabric(args: argparse.Namespace) -> str:
     if fabric != "sim" and args.platform:
         raise TcaError("--platform applies to --fabric sim only")
     return fabric
-
-
-def parse_counts(text: str, what: str) -> list[int]:
-    try:
-        return [int(t) for t in text.split(",")]
-    except ValueError:
-        raise TcaError(f"bad {what} '{text}' (expected a list such as 1,2,4)") from None
 
 
 def cmd_cg(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tca import TcaError
 from tca.common.report import Row
-from tca.units import parse_sizes
+from tca.units import parse_counts, parse_sizes
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "hxb-net-bench"
@@ -55,16 +55,6 @@ def mpi_program() -> Path:
     if not path.is_file():
         raise TcaError(f"--baselines openmpi: {path} not found: build it with `make examples`")
     return path
-
-
-def _ints(text: str, option: str, low: int, high: int) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise TcaError(f"--{option}: {text!r} is not a comma list of integers") from None
-    if not values or any(not low <= v <= high for v in values):
-        raise TcaError(f"--{option}: values from {low} to {high}")
-    return values
 
 
 def sizes(text: str) -> list[int]:
@@ -113,7 +103,7 @@ def command(args) -> tuple[list[str], int]:
     names = baselines(args.baselines)
     bit_s = rate(args.rate or "1G")
     if args.benchmark == "bandwidth":
-        links = _ints(args.links or "1,2,4,6", "links", 1, 9)
+        links = parse_counts(args.links or "1,2,4,6", "--links", (1, 9))
         sz = sizes(args.sizes or "4096,65536,1048576")
         loss = losses(args.loss) if args.loss else []
         cmd = ["bandwidth", "--links", ",".join(map(str, links)), "--loss", ",".join(map(str, loss))]
@@ -125,9 +115,9 @@ def command(args) -> tuple[list[str], int]:
             raise TcaError("--loss applies to bandwidth only")
         if "openmpi" in names:
             raise TcaError("--baselines openmpi: bandwidth only (tcp, mptcp for latency)")
-        links = _ints(args.links or "2", "links", 1, 9)
+        links = parse_counts(args.links or "2", "--links", (1, 9))
         sz = sizes(args.sizes or "8,1024,8192")
-        relays = _ints(args.relays, "relays", 0, 2)
+        relays = parse_counts(args.relays, "--relays", (0, 2))
         cmd = ["latency", "--links", ",".join(map(str, links)), "--relays", ",".join(map(str, relays))]
         points = len(links) * len(sz) * (len(relays) + (len(names) if 0 in relays else 0))
     cmd += ["--sizes", ",".join(map(str, sz)), "--rate", str(bit_s), "--baselines", ",".join(names) or ","]

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from tca import TcaError, _native
 from tca.common.report import Row
 from tca.peach import platforms
-from tca.units import parse_sizes
+from tca.units import parse_counts, parse_sizes
 
 SEED = "seed 004"
 LINK_MB = 125.0  # theoretical MB/s of one GbE link per direction (hxb.md "Conventions")
@@ -62,17 +62,6 @@ TABLE2 = {
 TABLE2_SIZES = (1500, 4096, 8192)
 
 Update = Callable[[int, int], None] | None
-
-
-def _ints(text: str, option: str, low: int, high: int) -> list[int]:
-    try:
-        values = [int(t) for t in str(text).split(",")]
-    except ValueError:
-        raise TcaError(f"{option}: expected a comma list of whole numbers, got '{text}'") from None
-    bad = [v for v in values if not low <= v <= high]
-    if bad:
-        raise TcaError(f"{option}: {bad[0]} is outside {low}..{high}")
-    return values
 
 
 def _call(fn, *args, **kwargs):
@@ -132,7 +121,7 @@ def run(args: argparse.Namespace, update: Update) -> tuple[list[Row], str]:
 
 
 def _links(args, default: str, high: int = 64) -> list[int]:
-    return _ints(args.links or default, "--links", 1, high)
+    return parse_counts(args.links or default, "--links", (1, high))
 
 
 def _bandwidth(args, path, name, trace, update) -> tuple[list[Row], str]:
@@ -277,7 +266,7 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
     the platform lacks is left out and named in the title (Table 6's "-" cell: 4 links in 3-D
     need 12 ports, the testbed has 9)."""
     links = _links(args, "2")
-    relays = _ints(args.relays, "--relays", 0, 2)
+    relays = parse_counts(args.relays, "--relays", (0, 2))
     size = parse_sizes(args.sizes or "4")[0]
     rows: list[Row] = []
     skipped: list[str] = []
@@ -352,7 +341,7 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
 
 def _neighbour(args, path, name, trace, update) -> tuple[list[Row], str]:
     links = _links(args, "2")
-    dims = _ints(args.dims, "--dims", 1, 3)
+    dims = parse_counts(args.dims, "--dims", (1, 3))
     size = max(parse_sizes(args.sizes or "1M"))
     rows: list[Row] = []
     total, done = len(links) * len(dims) * 3, 0
