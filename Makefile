@@ -26,7 +26,7 @@ setup: $(STAMP)
 native: $(STAMP)
 	$(VENV)/bin/maturin develop --release --quiet
 
-demo: native examples
+demo: native examples examples-rust
 	$(TCA) demo --out out
 
 test: test-rust test-python test-c
@@ -41,6 +41,7 @@ test-python: native examples examples-rust browser
 examples-rust:
 	cargo build --release -p tca-sim --examples
 	cargo build --release -p hxb-net --bins
+	cargo build --release -p expether-net --bins
 
 # After a deliberate model change: rewrite the exact lines of tests/examples/*.out (explain the
 # diff in the commit; tests/examples/README.md).

@@ -13,27 +13,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
-from pool_helpers import ROOT, PoolServer
+from pool_helpers import PoolServer
 from tca.expether.pool.backend import BackendError
 from tca.expether.pool.client import ClientError
 from tca.expether.pool.software import SystemClient, program
 
 A, B, SSD = "02:ee:01:00:00:01", "02:ee:01:00:00:02", "02:ee:02:00:00:01"
-
-
-def _program() -> Path | None:
-    cargo = shutil.which("cargo")
-    if cargo and (ROOT / "crates" / "expether" / "net").is_dir():
-        subprocess.run(
-            [cargo, "build", "--release", "--quiet", "-p", "expether-net", "--bin", "expether-system"],
-            cwd=ROOT,
-            capture_output=True,
-            timeout=900,
-        )
-    return program()
 
 
 def _namespaces() -> set[str]:
@@ -53,8 +40,8 @@ def test_assign_move_release_with_block_io(tmp_path):
         pytest.skip("needs root (network namespaces, AF_PACKET sockets)")
     if shutil.which("ip") is None:
         pytest.skip("needs iproute2's ip")
-    if _program() is None:
-        pytest.skip("expether-system is not built and cargo cannot build it")
+    if program() is None:
+        pytest.skip("expether-system is not built (cargo build --release -p expether-net)")
     sock_dir = tempfile.mkdtemp(prefix="tca-pool-")  # a short path: Unix sockets take 107 bytes
     sock = f"{sock_dir}/system.sock"
     extra = ("--backend", "software", "--system", sock, "--system-hosts", "2", "--system-devices", "1")

@@ -28,22 +28,12 @@ TIMEOUT_S = 240
 
 
 def _binary() -> Path:
-    """Builds (incrementally) and returns the ``expether-io`` program."""
+    """The ``expether-io`` program, built by ``cargo build --release -p expether-net`` (``make
+    test`` and ``make demo`` do)."""
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    exe = target / "release" / "expether-io"
-    cargo = shutil.which("cargo")
-    if cargo and (ROOT / "crates" / "expether" / "net").is_dir():
-        proc = subprocess.run(
-            [cargo, "build", "--release", "--quiet", "-p", "expether-net", "--bin", "expether-io"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
-            raise TcaError(f"cannot build expether-io: {last}")
+    exe = target / "release" / BENCHMARK
     if not exe.is_file():
-        raise TcaError(f"{exe} not found (build it with cargo build --release -p expether-net)")
+        raise TcaError(f"{exe} not found: build it with `cargo build --release -p expether-net`")
     return exe
 
 
