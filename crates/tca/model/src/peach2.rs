@@ -159,6 +159,12 @@ impl Channel {
         !std::mem::replace(&mut self.pump_scheduled, true)
     }
 
+    /// The write stage stands at a done marker.
+    pub(crate) fn done_is_next(&self) -> bool {
+        self.next_emit < self.next_decode
+            && matches!(self.items[(self.next_emit - self.first) as usize].work, Work::Done { .. })
+    }
+
     fn new_request(&mut self, r: ReadRequest) -> usize {
         match self.free_requests.pop() {
             Some(i) => {

@@ -20,6 +20,10 @@ pub(crate) struct Hop {
     pub(crate) stalled: u64,
     /// Stream of the last TLP that entered ([`crate::transport::Tlp::stream`]).
     pub(crate) last_stream: u32,
+    /// Every TLP that enters it comes from one hop, the one before it on its path (the
+    /// integrated switch after the N link, QPI and a GPU link after the switch), never from a
+    /// chip or a memory: its arrivals are that hop's departures, in order.
+    pub(crate) fed_by_one: bool,
 }
 
 /// Hops of one node.
@@ -42,10 +46,20 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
     let gpus = p.gpu.sockets.len() as u32;
     let mut hops: Vec<Hop> = Vec::new();
     let mut add = |server: Server, link: Option<&LinkSpec>, name: String| {
-        hops.push(Hop { server, link: link.cloned(), name, track: None, tlps: 0, stalled: 0, last_stream: u32::MAX });
+        hops.push(Hop {
+            server,
+            link: link.cloned(),
+            name,
+            track: None,
+            tlps: 0,
+            stalled: 0,
+            last_stream: u32::MAX,
+            fed_by_one: false,
+        });
         hops.len() - 1
     };
     let mut nodes = Vec::new();
+    let mut fed_by_one = Vec::new();
     for n in 0..p.nodes {
         let pre = |s: &str| format!("node{n} {s}");
         let link = |spec: &LinkSpec| Server::for_link(spec);
@@ -66,6 +80,9 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
             add(link(&p.gpu_link), Some(&p.gpu_link), pre(&format!("root port -> GPU{g}")));
             add(link(&p.gpu_link), Some(&p.gpu_link), pre(&format!("GPU{g} -> root port")));
         }
+        // Toward a target, TLPs only take n_up -> p2p [-> qpi_out] -> GPU link (the paths of
+        // `ClusterModel::path_to_target`); each GPU sits on one socket, so one feeder each.
+        fed_by_one.extend([p2p, qpi_out].into_iter().chain((0..gpus as usize).map(|g| gpu0 + 2 * g)));
         nodes.push(NodeHops { n_up, n_down, cpu, p2p, p2p_read, qpi_out, qpi_in, gpu0, cables: [None; 4] });
     }
     for cable in &p.cables {
@@ -77,6 +94,9 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
             );
             nodes[from as usize].cables[port_index(port)] = Some((hop, to));
         }
+    }
+    for h in fed_by_one {
+        hops[h].fed_by_one = true;
     }
     (hops, nodes)
 }

@@ -210,53 +210,90 @@ impl ClusterModel {
     }
 
     /// Moves a TLP through its next hop, or hands it to its destination.
+    ///
+    /// A hop whose only feeder is the hop before it ([`crate::topology::Hop::fed_by_one`]) is
+    /// taken at once, at the time the TLP will reach it: its arrivals are its feeder's
+    /// departures, already in order, so the result is the one an event per hop would give.
     pub(crate) fn advance(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
+        self.advance_from(ctx, id, ctx.now());
+    }
+
+    /// As [`Self::advance`], for a TLP that reaches its next hop at `arrival` (not before now),
+    /// given by that hop's only feeder in the order of its arrivals.
+    fn advance_from(&mut self, ctx: &mut Context<'_, Ev>, id: usize, mut arrival: SimTime) {
         let now = ctx.now();
-        let t = self.tlp(id);
-        if t.at == t.path_len {
-            self.arrive(ctx, id);
-            return;
-        }
-        let (kind, addr, payload, read_len, hop_index) = (t.kind, t.addr, t.payload, t.read_len, t.path[t.at as usize]);
-        let leaving_chip = t.at == 0 && !t.forwarded;
-        let channel = match t.purpose {
-            Purpose::Data { channel, .. } | Purpose::Status { channel, .. } => Some(channel),
-            _ => None,
-        };
-        let (origin, stream) = (t.origin, t.stream());
-        let hop = &mut self.hops[hop_index];
-        let bytes = match &hop.link {
-            Some(link) => link.wire_bytes(kind, addr, payload),
-            None => payload,
-        };
-        let tx = hop.server.transmit(now, bytes);
-        let behind = std::mem::replace(&mut hop.last_stream, stream);
-        let stalled = tx.start > now && behind != stream;
-        hop.tlps += 1;
-        hop.stalled += u64::from(stalled);
-        if let (Some(track), true) = (hop.track, ctx.tracing()) {
-            let mut label = match kind {
-                TlpKind::MemWrite => format!("MWr {payload} B"),
-                TlpKind::MemRead => format!("MRd {read_len} B"),
-                TlpKind::Completion => format!("CplD {payload} B"),
+        loop {
+            let t = self.tlp(id);
+            if t.at == t.path_len {
+                self.arrive(ctx, id);
+                return;
+            }
+            let (kind, addr, payload, read_len, hop_index) =
+                (t.kind, t.addr, t.payload, t.read_len, t.path[t.at as usize]);
+            let leaving_chip = t.at == 0 && !t.forwarded;
+            let channel = match t.purpose {
+                Purpose::Data { channel, .. } | Purpose::Status { channel, .. } => Some(channel),
+                _ => None,
             };
-            if stalled {
-                label += &format!(", stalled behind {}", stream_name(behind));
+            let (origin, stream) = (t.origin, t.stream());
+            let hop = &mut self.hops[hop_index];
+            let bytes = match &hop.link {
+                Some(link) => link.wire_bytes(kind, addr, payload),
+                None => payload,
+            };
+            let tx = hop.server.transmit(arrival, bytes);
+            let behind = std::mem::replace(&mut hop.last_stream, stream);
+            let stalled = tx.start > arrival && behind != stream;
+            hop.tlps += 1;
+            hop.stalled += u64::from(stalled);
+            if let (Some(track), true) = (hop.track, ctx.tracing()) {
+                let mut label = match kind {
+                    TlpKind::MemWrite => format!("MWr {payload} B"),
+                    TlpKind::MemRead => format!("MRd {read_len} B"),
+                    TlpKind::Completion => format!("CplD {payload} B"),
+                };
+                if stalled {
+                    label += &format!(", stalled behind {}", stream_name(behind));
+                }
+                ctx.span(track, &label, tx.start, tx.end.max(tx.start + SimTime::from_ps(1)));
             }
-            ctx.span(track, &label, tx.start, tx.end.max(tx.start + SimTime::from_ps(1)));
-        }
-        if let (true, Some(channel)) = (leaving_chip, channel) {
-            // The channel's TLP has started on the link out of its chip.
-            let ch = self.channel(origin, channel);
-            ch.hop0_pending -= 1;
-            ch.hop0_end = ch.hop0_end.max(tx.end);
-            if ch.hop0_pending == 0 && ch.schedule_pump() {
-                ctx.schedule_at(now, Ev::Pump { node: origin, channel });
+            if let (true, Some(channel)) = (leaving_chip, channel) {
+                // The channel's TLP has started on the link out of its chip.
+                let ch = self.channel(origin, channel);
+                ch.hop0_pending -= 1;
+                ch.hop0_end = ch.hop0_end.max(tx.end);
+                // Only a done marker waits for the TLPs before it to leave the chip; every
+                // other stage is pumped by the event that unblocks it.
+                if ch.hop0_pending == 0 && ch.done_is_next() && ch.schedule_pump() {
+                    ctx.schedule_at(now, Ev::Pump { node: origin, channel });
+                }
+            }
+            let t = self.tlps[id].as_mut().expect("live TLP");
+            t.at += 1;
+            let next = (t.at < t.path_len).then(|| t.path[t.at as usize]);
+            let relayed = next.is_none()
+                && matches!(
+                    (t.dest, t.kind, t.purpose),
+                    (
+                        Dest::Chip(_),
+                        TlpKind::MemWrite,
+                        Purpose::Data { .. } | Purpose::Status { .. } | Purpose::Pio { .. }
+                    )
+                );
+            match next {
+                Some(h) if self.hops[h].fed_by_one => arrival = tx.out,
+                None if relayed => {
+                    t.forwarded = true;
+                    let delay = self.peach.cycles(self.peach.forward_cycles);
+                    ctx.schedule_at(tx.out + delay, Ev::Emit(id));
+                    return;
+                }
+                _ => {
+                    ctx.schedule_at(tx.out, Ev::Hop(id));
+                    return;
+                }
             }
         }
-        let t = self.tlps[id].as_mut().expect("live TLP");
-        t.at += 1;
-        ctx.schedule_at(tx.out, Ev::Hop(id));
     }
 
     fn arrive(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
@@ -354,7 +391,11 @@ impl ClusterModel {
                 purpose: Purpose::Completion { of, bytes, last: left == 0 },
                 forwarded: true,
             });
-            ctx.schedule_at(ready, Ev::Hop(c));
+            match t.dest {
+                // Only this GPU's reads feed its link back, in the order they are served.
+                Dest::Gpu(..) => self.advance_from(ctx, c, ready),
+                _ => ctx.schedule_at(ready, Ev::Hop(c)),
+            }
         }
     }
 

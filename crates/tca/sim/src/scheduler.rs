@@ -246,11 +246,17 @@ impl Scheduler {
     /// deadline when it comes first (a deadline wins a tie), then settles the waits. Returns
     /// `false` when nothing is left to happen.
     pub fn step(&mut self) -> bool {
+        self.step_within(SimTime::MAX)
+    }
+
+    /// As [`Scheduler::step`]; hardware events that make nothing happen, after the first, are
+    /// run in the same step up to time `last` and before the next deadline.
+    fn step_within(&mut self, last: SimTime) -> bool {
         let deadline = self.next_deadline();
         match (deadline, self.world.next_event()) {
-            (Some(d), Some(e)) if e < d => self.step_event(),
+            (Some(d), Some(e)) if e < d => self.step_event(last.min(d - SimTime::from_ps(1))),
             (Some(d), _) => self.world.advance_to(d.max(self.world.now)),
-            (None, Some(_)) => self.step_event(),
+            (None, Some(_)) => self.step_event(last),
             (None, None) => return false,
         }
         self.settle();
@@ -261,7 +267,7 @@ impl Scheduler {
     pub fn run_until(&mut self, t: SimTime) {
         self.settle();
         while self.next_wake().is_some_and(|w| w <= t) {
-            self.step();
+            self.step_within(t);
         }
         if t > self.world.now {
             self.world.advance_to(t);
@@ -270,8 +276,8 @@ impl Scheduler {
     }
 
     /// Runs one hardware event; a failure of the model ends every wait with it.
-    fn step_event(&mut self) {
-        if let Err(e) = self.world.step() {
+    fn step_event(&mut self, last: SimTime) {
+        if let Err(e) = self.world.step_quietly_to(last) {
             for slot in &mut self.slots {
                 if let Slot::Waiting { .. } = slot {
                     *slot = Slot::Ready(Err(e.clone()));

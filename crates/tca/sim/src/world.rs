@@ -452,12 +452,24 @@ impl World {
 
     /// Runs the next hardware event and applies what it made happen.
     pub(crate) fn step(&mut self) -> Result<(), FabricError> {
-        let Some(t) = self.cluster.step(self.trace.as_mut()) else {
-            return Ok(());
-        };
-        self.now = t;
+        self.step_quietly_to(SimTime::ZERO)
+    }
+
+    /// Runs the next hardware event and, while none has made anything happen, the following
+    /// ones at times up to `last`; applies what the last one made happen. An event without
+    /// outputs changes nothing a rank can see, so nobody needs to look between them.
+    pub(crate) fn step_quietly_to(&mut self, last: SimTime) -> Result<(), FabricError> {
         let mut outputs = std::mem::take(&mut self.outputs);
-        self.cluster.drain_outputs(&mut outputs);
+        loop {
+            let Some(t) = self.cluster.step(self.trace.as_mut()) else {
+                break;
+            };
+            self.now = t;
+            self.cluster.drain_outputs(&mut outputs);
+            if !outputs.is_empty() || self.cluster.next_time().is_none_or(|next| next > last) {
+                break;
+            }
+        }
         let mut result = Ok(());
         for (at, out) in outputs.drain(..) {
             if result.is_ok() {
