@@ -17,6 +17,7 @@
 pub mod harness;
 pub mod params;
 mod queue;
+mod radix;
 mod time;
 mod trace;
 pub mod units;

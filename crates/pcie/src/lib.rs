@@ -187,7 +187,7 @@ pub struct Transmission {
 #[derive(Debug, Clone)]
 pub struct Server {
     /// Picoseconds per byte, as a fraction `num / den`.
-    ps_per_byte: (u128, u128),
+    ps_per_byte: (u64, u64),
     latency: SimTime,
     free_at: SimTime,
     busy: SimTime,
@@ -197,7 +197,7 @@ impl Server {
     /// A server moving `bytes_per_second` with `latency` added after each item.
     pub fn with_bandwidth(bytes_per_second: u64, latency: SimTime) -> Self {
         Self {
-            ps_per_byte: (1_000_000_000_000, bytes_per_second as u128),
+            ps_per_byte: (1_000_000_000_000, bytes_per_second),
             latency,
             free_at: SimTime::ZERO,
             busy: SimTime::ZERO,
@@ -208,10 +208,7 @@ impl Server {
     pub fn for_link(spec: &LinkSpec) -> Self {
         let (data, line) = spec.generation.encoding();
         Self {
-            ps_per_byte: (
-                8 * line as u128 * 1_000_000_000_000,
-                data as u128 * spec.lanes as u128 * spec.rate_per_lane as u128,
-            ),
+            ps_per_byte: (8 * line * 1_000_000_000_000, data * u64::from(spec.lanes) * spec.rate_per_lane),
             latency: spec.latency,
             free_at: SimTime::ZERO,
             busy: SimTime::ZERO,
@@ -226,7 +223,13 @@ impl Server {
     /// Takes `bytes` arriving at `now` and queues them behind earlier items.
     pub fn transmit(&mut self, now: SimTime, bytes: u64) -> Transmission {
         let start = now.max(self.free_at);
-        let service = SimTime::from_ps((bytes as u128 * self.ps_per_byte.0).div_ceil(self.ps_per_byte.1) as u64);
+        let (num, den) = self.ps_per_byte;
+        // In 64 bits whenever the product fits (every TLP does): a 128-bit division is slow.
+        let ps = match bytes.checked_mul(num) {
+            Some(product) => product.div_ceil(den),
+            None => (u128::from(bytes) * u128::from(num)).div_ceil(u128::from(den)) as u64,
+        };
+        let service = SimTime::from_ps(ps);
         self.free_at = start + service;
         self.busy += service;
         Transmission { start, end: self.free_at, out: self.free_at + self.latency }

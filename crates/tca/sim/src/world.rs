@@ -460,10 +460,7 @@ impl World {
     /// outputs changes nothing a rank can see, so nobody needs to look between them.
     pub(crate) fn step_quietly_to(&mut self, last: SimTime) -> Result<(), FabricError> {
         let mut outputs = std::mem::take(&mut self.outputs);
-        loop {
-            let Some(t) = self.cluster.step(self.trace.as_mut()) else {
-                break;
-            };
+        while let Some(t) = self.cluster.step(self.trace.as_mut()) {
             self.now = t;
             self.cluster.drain_outputs(&mut outputs);
             if !outputs.is_empty() || self.cluster.next_time().is_none_or(|next| next > last) {
