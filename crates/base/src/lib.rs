@@ -17,7 +17,6 @@
 pub mod harness;
 pub mod params;
 mod queue;
-mod radix;
 mod time;
 mod trace;
 pub mod units;
