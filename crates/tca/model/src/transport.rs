@@ -283,6 +283,8 @@ impl ClusterModel {
             match next {
                 Some(h) if self.hops[h].fed_by_one => arrival = tx.out,
                 None if relayed => {
+                    // A write entering a chip from N or a cable is routed after the chip's
+                    // forwarding latency; its arrival does nothing else, so it costs no event.
                     t.forwarded = true;
                     let delay = self.peach.cycles(self.peach.forward_cycles);
                     ctx.schedule_at(tx.out + delay, Ev::Emit(id));
@@ -316,13 +318,6 @@ impl ClusterModel {
                     Reads::Fetch { channel, seq } => self.fetch_completed(ctx, node, channel, seq, last),
                     Reads::Data { channel, request } => self.data_completed(ctx, node, channel, request, bytes, last),
                 }
-            }
-            (Dest::Chip(_), _) => {
-                // A write entering a chip from N or a cable is routed after the chip's
-                // forwarding latency.
-                self.tlps[id].as_mut().expect("live TLP").forwarded = true;
-                let delay = self.peach.cycles(self.peach.forward_cycles);
-                ctx.schedule_in(delay, Ev::Emit(id));
             }
             (Dest::HostMemory(_) | Dest::Gpu(..), TlpKind::MemRead) => self.serve_read(ctx, id),
             (Dest::HostMemory(n), TlpKind::MemWrite) => {
