@@ -199,11 +199,14 @@ impl Inner {
     /// sender died (or finished) without sending it; [`TcaError::Timeout`].
     pub(crate) fn wait_dma_recv(&self, h: &Handle, slot: u32, tag: u32) -> TcaResult<()> {
         self.check_live()?;
-        self.settle_notify();
         h.validate()?;
         if h.node >= self.cfg.size {
             return Err(TcaError::InvalidNode);
         }
+        // Announced first: the sender may be about to copy a large write to this rank, which
+        // a spinning wait shares (crate::shared_copy).
+        let helping = if self.policy.spin.is_zero() { None } else { self.help(h.node) };
+        self.settle_notify();
         let watch = if h.node == self.cfg.rank { Watch::Nobody } else { Watch::Peer(h.node) };
         // While spinning, only two lines of this process are polled: the ring from h.node
         // (the sender does not ring the doorbell of a spinning waiter) and the doorbell (for
@@ -214,7 +217,7 @@ impl Inner {
         let bell = &own.header().app_bell.0;
         let mut seen = None;
         self.with_caller_work(|work| {
-            self.wait(WaitFor { watch, cheap: true, engine_reports: true }, |inner| {
+            self.wait_helping(WaitFor { watch, cheap: true, engine_reports: true }, helping, |inner| {
                 let now = (bell.load(Ordering::Acquire), inner.drained.load(Ordering::Acquire));
                 if ring.is_empty() && seen == Some(now) {
                     return Ok(false);

@@ -177,6 +177,9 @@ impl Inner {
         let src = self.ptr(w.src_node, w.src_addr, w.len);
         let dst = self.ptr(w.dst_node, w.dst_addr, w.len);
         if let (Some(s), Some(d)) = (src, dst) {
+            if self.copy_shared(w, s, d) {
+                return;
+            }
             // SAFETY: both ranges lie inside mapped heaps (desc_set and start_dma checked every
             // handle; the engine checked offsets against the handles).
             unsafe { std::ptr::copy(s, d, w.len as usize) };

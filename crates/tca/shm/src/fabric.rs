@@ -57,6 +57,11 @@ pub(crate) struct Inner {
     /// A [`StoreLock`]: a caller that has just written a payload and a notification into a
     /// peer's segment gives it back without waiting for those stores ([`crate::inline`]).
     pub producers: Vec<StoreLock<Producer>>,
+    /// A thread of this process offers a share of a write to each destination node
+    /// ([`crate::shared_copy`]).
+    pub offering: Vec<AtomicBool>,
+    /// Shares of peers' writes this rank's waiters copied ([`ShmFabric::shares_copied`]).
+    pub shares_copied: AtomicU64,
     pub collectives: Mutex<Collectives>,
     /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
     /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
@@ -164,6 +169,8 @@ impl ShmFabric {
             tables: Mutex::new([None; CHANNELS]),
             chain_bytes: Default::default(),
             producers: (0..size).map(|_| StoreLock::new(Producer::default())).collect(),
+            offering: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            shares_copied: AtomicU64::new(0),
             carrying: Default::default(),
             kicks: Default::default(),
             finished_alone: Default::default(),
@@ -191,6 +198,12 @@ impl ShmFabric {
     /// How this rank's waits behave, as decided at init.
     pub fn policy(&self) -> &WaitPolicy {
         &self.inner.policy
+    }
+
+    /// How many times a waiting thread of this rank copied part of a peer's large write into
+    /// this rank's memory ([`crate::shared_copy`]).
+    pub fn shares_copied(&self) -> u64 {
+        self.inner.shares_copied.load(Ordering::Relaxed)
     }
 
     /// Whether the rank is in the job: initialised and not finalized.

@@ -48,6 +48,7 @@ pub mod memory;
 pub mod pio;
 pub mod ring;
 pub mod segment;
+pub mod shared_copy;
 pub mod store_lock;
 pub mod sys;
 pub mod wait;

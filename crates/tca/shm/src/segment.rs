@@ -17,6 +17,7 @@
 //! The rings are in [`crate::ring`].
 
 use crate::ring::{MsgRing, Ring};
+use crate::shared_copy::CopyShare;
 use crate::sys::CPU_WORDS;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use tca_proto::handle::MAX_HANDLES;
@@ -91,6 +92,11 @@ pub struct Header {
     /// CPUs the owner may run on ([`crate::sys::affinity`]), written before `state` is
     /// [`state::READY`].
     pub cpus: [AtomicU64; CPU_WORDS],
+    /// 1 + the node a spinning waiter of the owner waits for (0: none): that node may offer
+    /// it a share of a large write's copy ([`crate::shared_copy`]).
+    pub helper: Line<AtomicU32>,
+    /// Share `s`: the part of a write from node `s` that the owner's waiter may copy.
+    pub shares: [CopyShare; MAX_NODES as usize],
 }
 
 /// `boot_len` of a rank that passed more than [`BOOT_BYTES`] to a collective: it takes part

@@ -17,6 +17,7 @@
 use crate::config::{Config, DEFAULT_SPIN};
 use crate::fabric::{lock, Inner};
 use crate::segment::{state, Header, Segment};
+use crate::shared_copy::Helping;
 use crate::sys;
 use std::hint::spin_loop;
 use std::sync::atomic::Ordering;
@@ -109,7 +110,19 @@ pub(crate) struct WaitFor {
 impl Inner {
     /// Waits until `ready` returns true, or fails with its error, [`TcaError::PeerDead`] or
     /// [`TcaError::Timeout`] (see the module documentation).
-    pub(crate) fn wait(&self, what: WaitFor, mut ready: impl FnMut(&Inner) -> TcaResult<bool>) -> TcaResult<()> {
+    pub(crate) fn wait(&self, what: WaitFor, ready: impl FnMut(&Inner) -> TcaResult<bool>) -> TcaResult<()> {
+        self.wait_helping(what, None, ready)
+    }
+
+    /// As [`Inner::wait`]; while it spins, the wait copies what the peer of `helping` offers
+    /// of its large writes ([`crate::shared_copy`]), and it withdraws the offer to help when
+    /// it sleeps.
+    pub(crate) fn wait_helping(
+        &self,
+        what: WaitFor,
+        mut helping: Option<Helping<'_>>,
+        mut ready: impl FnMut(&Inner) -> TcaResult<bool>,
+    ) -> TcaResult<()> {
         let h = self.own().header();
         let mut bell = h.app_bell.0.load(Ordering::Acquire);
         if ready(self)? {
@@ -118,8 +131,16 @@ impl Inner {
         let mut backoff = Backoff::new(&self.policy);
         loop {
             let done = match backoff.snooze() {
-                None => self.spin_step(h, what, &mut bell, &mut ready)?,
-                Some(sleep) => self.sleep_step(h, what, &mut bell, sleep, &backoff, &mut ready)?,
+                None => {
+                    if let Some(help) = &helping {
+                        help.poll();
+                    }
+                    self.spin_step(h, what, &mut bell, &mut ready)?
+                }
+                Some(sleep) => {
+                    helping = None;
+                    self.sleep_step(h, what, &mut bell, sleep, &backoff, &mut ready)?
+                }
             };
             if done {
                 return Ok(());

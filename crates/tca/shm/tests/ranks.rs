@@ -103,6 +103,14 @@ fn a_chain_set_while_the_channel_runs_waits_then_runs() {
 }
 
 #[test]
+fn large_writes_shared_with_a_spinning_receiver_arrive_whole() {
+    for n in [2u16, 3] {
+        let o = run("shared-copy", n, &[]);
+        assert!(o.codes.iter().all(|c| *c == Some(0)), "{n} ranks: {:?}\n{}", o.codes, o.out);
+    }
+}
+
+#[test]
 fn bad_arguments_give_their_codes() {
     let o = run("bad-args", 2, &[]);
     assert!(o.codes.iter().all(|c| *c == Some(0)), "{}", o.out);

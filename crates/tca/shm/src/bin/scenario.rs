@@ -14,7 +14,9 @@
 //! allocation larger than `/dev/shm` fails cleanly), `policy` (prints how waits behave),
 //! `shared-channel` (two threads of each rank start and wait on one channel: every kick is
 //! run or refused as busy, and every run's notification arrives once), `set-while-running`
-//! (a chain set on a channel right after its start waits for the run, then runs with its data).
+//! (a chain set on a channel right after its start waits for the run, then runs with its data),
+//! `shared-copy` (ping-pong of large writes of odd sizes and offsets, whose copies a waiting
+//! receiver shares: every byte arrives, and the receivers did share).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -584,6 +586,58 @@ fn set_while_running(f: &dyn Fabric) -> Check {
     ok("finalize", f.finalize())
 }
 
+/// Ranks 2k and 2k+1 ping-pong writes from 32 KiB to 1 MiB plus a few bytes, at offsets that
+/// are not multiples of 64, each with a notification the receiver waits for (so a spinning
+/// receiver copies a share of each, `tca_shm::shared_copy`); every payload is checked. With
+/// spinning waits, the receivers must have copied shares.
+fn shared_copy(f: &ShmFabric) -> Check {
+    const MAX: u64 = (1 << 20) + 4096;
+    let (me, n) = me_n(f)?;
+    let peer = me ^ 1;
+    let (_, src) = buffer(f, MAX, MemoryType::Cpu)?;
+    let (_, dst) = buffer(f, MAX, MemoryType::Gpu)?;
+    let dsts = exchange(f, &dst)?;
+    let srcs = exchange(f, &src)?;
+    if peer < n {
+        let mut round = 0u32;
+        for (len, off) in [(32 << 10, 0), ((32 << 10) + 4, 12), (100_000, 36), ((1 << 20) + 68, 1000)] {
+            for _ in 0..8 {
+                round += 1;
+                let seed = u64::from(round) << 16 | u64::from(me);
+                fill_at(f, &src, off, len, seed)?;
+                let mut d = Desc::new();
+                ok("set_memcpy", d.set_memcpy(&dsts[peer as usize], off, &src, off, len, DmaFlags::NOTIFY, 1, round))?;
+                ok("desc_set", f.desc_set(0, &d))?;
+                for turn in [me == 0, me == 1] {
+                    if turn {
+                        ok("start", f.start_dma(0))?;
+                        ok("wait channel", f.wait_dmac(0))?;
+                    } else {
+                        ok("notification", f.wait_dma_recv(&srcs[peer as usize], 1, round))?;
+                        let mut want = vec![0u8; len as usize];
+                        fill(&mut want, u64::from(round) << 16 | u64::from(peer));
+                        let got = contents(f, &dst)?;
+                        if got[off as usize..(off + len) as usize] != want[..] {
+                            return Err(format!("{len} B at {off}, round {round}: the data from rank {peer} differ"));
+                        }
+                    }
+                }
+                // Nobody refills a source before its reader is done.
+                ok("barrier", f.barrier())?;
+            }
+        }
+        if !f.policy().spin.is_zero() && f.shares_copied() == 0 {
+            return Err("waits spin, yet no share of a large write was copied".into());
+        }
+        println!("rank {me}: copied {} shares", f.shares_copied());
+    } else {
+        for _ in 0..32 {
+            ok("barrier", f.barrier())?;
+        }
+    }
+    ok("finalize", f.finalize())
+}
+
 fn main() -> ExitCode {
     let name = std::env::args().nth(1).unwrap_or_default();
     let f = match ShmFabric::init() {
@@ -605,6 +659,7 @@ fn main() -> ExitCode {
         "policy" => policy(&f),
         "shared-channel" => shared_channel(&f),
         "set-while-running" => set_while_running(&f),
+        "shared-copy" => shared_copy(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {

@@ -1,0 +1,198 @@
+//! A large write copied by two CPUs: the writer's, and that of a thread of the destination rank
+//! spinning in a wait for the writer.
+//!
+//! A single thread copies at most at one core's bandwidth, and a waiting receiver's CPU only
+//! polls. So when the destination announces a spinning waiter for this rank
+//! ([`crate::segment::Header::helper`]) and the write is at least [`SHARE_MIN`] bytes, the
+//! writer offers the tail half in the destination's share slot for this rank
+//! ([`CopyShare`], in the destination's header), copies the head half, then either takes the
+//! offer back (nobody took it) and copies the tail too, or waits until the waiter has copied
+//! it. The write is reported, and its notification written, only after both halves: a
+//! receiver still sees the notification after all the data. The halves are the same bytes of
+//! the buffer each time, so in a ping-pong each CPU keeps writing the cache lines it wrote the
+//! time before.
+//!
+//! The waiter takes an offer with one compare-and-swap, checks that both ranges lie inside the
+//! heaps (a peer's slot is not trusted) and refuses it otherwise; the writer then copies the
+//! tail itself. A writer whose waiter dies mid-copy gives up the write (its destination is
+//! gone; the notification's push marks the peer dead); one whose waiter does not finish within
+//! the timeout copies the tail itself.
+
+use crate::fabric::Inner;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tca_proto::Write;
+
+/// Smallest write \[bytes\] whose copy is shared with a waiting receiver: below it the offer
+/// and the wait for the other half cost more than half the copy.
+pub const SHARE_MIN: u64 = 32 * 1024;
+
+/// States of a [`CopyShare`].
+mod state {
+    /// No offer.
+    pub const IDLE: u32 = 0;
+    /// The writer offers the range; a waiter may take it.
+    pub const OFFERED: u32 = 1;
+    /// A waiter copies the range.
+    pub const TAKEN: u32 = 2;
+    /// The waiter has copied the range.
+    pub const COPIED: u32 = 3;
+    /// The waiter found the range outside the heaps and copied nothing.
+    pub const REFUSED: u32 = 4;
+}
+
+/// The part of a write from one node that the destination's waiter may copy: global
+/// addresses of the source (on the writer's node) and of the destination (on the owner's).
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct CopyShare {
+    state: AtomicU32,
+    src: AtomicU64,
+    dst: AtomicU64,
+    len: AtomicU64,
+}
+
+/// Clears the waiter's announcement when its wait ends, however it ends.
+pub(crate) struct Helping<'a> {
+    inner: &'a Inner,
+    peer: u16,
+}
+
+impl Helping<'_> {
+    /// Copies the share `peer` offers, if any.
+    pub(crate) fn poll(&self) {
+        self.inner.take_share(self.peer);
+    }
+}
+
+impl Drop for Helping<'_> {
+    fn drop(&mut self) {
+        self.inner.own().header().helper.0.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Inner {
+    /// Announces a waiter spinning for `peer` (another rank): it may offer a share of its
+    /// large writes to this rank until the returned guard is dropped. A plain store: with
+    /// several waiting threads the last announcement stands, which only decides who is offered.
+    pub(crate) fn help(&self, peer: u16) -> Option<Helping<'_>> {
+        if peer == self.cfg.rank || peer >= self.cfg.size {
+            return None;
+        }
+        self.own().header().helper.0.store(u32::from(peer) + 1, Ordering::Relaxed);
+        Some(Helping { inner: self, peer })
+    }
+
+    /// Copies the range `peer` offers in this rank's share slot, if it offers one.
+    fn take_share(&self, peer: u16) {
+        let share = &self.own().header().shares[peer as usize];
+        if share.state.load(Ordering::Relaxed) != state::OFFERED
+            || share.state.compare_exchange(state::OFFERED, state::TAKEN, Ordering::Acquire, Ordering::Relaxed).is_err()
+        {
+            return;
+        }
+        let len = share.len.load(Ordering::Relaxed);
+        let src = self.ptr(peer, share.src.load(Ordering::Relaxed), len);
+        let dst = self.ptr(self.cfg.rank, share.dst.load(Ordering::Relaxed), len);
+        let done = match (src, dst) {
+            (Some(s), Some(d)) => {
+                // SAFETY: both ranges lie inside mapped heaps (checked by `ptr`); the writer
+                // copies only the other half while the share is taken.
+                unsafe { std::ptr::copy(s, d, len as usize) };
+                self.shares_copied.fetch_add(1, Ordering::Relaxed);
+                state::COPIED
+            }
+            _ => state::REFUSED,
+        };
+        share.state.store(done, Ordering::Release);
+    }
+
+    /// Copies `w` (from `src` to `dst`, both checked) sharing it with the destination's
+    /// waiting thread when there is one; false when the write is not shared (the caller copies
+    /// it all).
+    pub(crate) fn copy_shared(&self, w: &Write, src: *const u8, dst: *mut u8) -> bool {
+        let (me, peer) = (self.cfg.rank, w.dst_node);
+        if w.len < SHARE_MIN || w.src_node != me || peer == me {
+            return false;
+        }
+        let Some(seg) = self.segs.get(peer as usize) else { return false };
+        let header = seg.header();
+        if header.helper.0.load(Ordering::Relaxed) != u32::from(me) + 1 {
+            return false;
+        }
+        // One offer at a time per destination: another thread of this process copies alone.
+        let offering = &self.offering[peer as usize];
+        if offering.swap(true, Ordering::Acquire) {
+            return false;
+        }
+        let share = &header.shares[me as usize];
+        match share.state.load(Ordering::Acquire) {
+            state::IDLE => {}
+            // Left by a waiter that finished after this writer had given up on it.
+            state::COPIED | state::REFUSED => share.state.store(state::IDLE, Ordering::Relaxed),
+            // A waiter still copies an earlier share: this write is copied alone.
+            _ => {
+                offering.store(false, Ordering::Release);
+                return false;
+            }
+        }
+        let head = (w.len / 2) & !63;
+        let tail = w.len - head;
+        share.src.store(w.src_addr + head, Ordering::Relaxed);
+        share.dst.store(w.dst_addr + head, Ordering::Relaxed);
+        share.len.store(tail, Ordering::Relaxed);
+        share.state.store(state::OFFERED, Ordering::Release);
+        // SAFETY: src and dst hold w.len bytes each (the caller checked them).
+        unsafe { std::ptr::copy(src, dst, head as usize) };
+        // SAFETY: as above; the waiter has not taken the tail, has refused it, or is given up on.
+        let copy_tail = || unsafe { std::ptr::copy(src.add(head as usize), dst.add(head as usize), tail as usize) };
+        match share.state.compare_exchange(state::OFFERED, state::IDLE, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => copy_tail(),
+            Err(_) => match self.wait_share(share, peer) {
+                ShareEnd::Copied => share.state.store(state::IDLE, Ordering::Relaxed),
+                ShareEnd::Refused => {
+                    copy_tail();
+                    share.state.store(state::IDLE, Ordering::Relaxed);
+                }
+                // The state stays TAKEN: no share is offered to this peer until the waiter
+                // is done with it.
+                ShareEnd::TimedOut => copy_tail(),
+                ShareEnd::PeerDead => {}
+            },
+        }
+        offering.store(false, Ordering::Release);
+        true
+    }
+
+    /// Waits until the waiter that took `share` is done with it.
+    fn wait_share(&self, share: &CopyShare, peer: u16) -> ShareEnd {
+        let mut start: Option<Instant> = None;
+        let mut spins = 0u32;
+        loop {
+            match share.state.load(Ordering::Acquire) {
+                state::COPIED => return ShareEnd::Copied,
+                state::REFUSED => return ShareEnd::Refused,
+                _ => {}
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) {
+                if !self.peer_alive(peer) {
+                    return ShareEnd::PeerDead;
+                }
+                let t = start.get_or_insert_with(Instant::now);
+                if t.elapsed() > self.policy.timeout.max(Duration::from_millis(1)) {
+                    return ShareEnd::TimedOut;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// How the waiter's half of a shared copy ended.
+enum ShareEnd {
+    Copied,
+    Refused,
+    TimedOut,
+    PeerDead,
+}
