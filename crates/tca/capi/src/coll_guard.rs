@@ -17,6 +17,7 @@
 
 use crate::results::{CErr, TCA_ERROR_CHANNEL_TAKEN};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 pub(crate) use tca_coll::Recording;
 
@@ -30,8 +31,13 @@ fn taken() -> MutexGuard<'static, BTreeMap<usize, u8>> {
 pub(crate) fn took(key: usize, mask: u8) {
     if mask != 0 {
         *taken().entry(key).or_default() |= mask;
+        EVER_TAKEN.store(true, Ordering::Release);
     }
 }
+
+/// The library took a channel of some rank of this process once: until then a start needs no
+/// look at the table (and its lock) at all.
+static EVER_TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// The program of rank `key` registered a chain on `ch`: it is the program's again.
 pub(crate) fn chain_set(key: usize, ch: u8) {
@@ -42,6 +48,9 @@ pub(crate) fn chain_set(key: usize, ch: u8) {
 
 /// `tcaStartDMADesc`: [`TCA_ERROR_CHANNEL_TAKEN`] where the library's chain is on `ch`.
 pub(crate) fn check_start(key: usize, ch: u8) -> Result<(), CErr> {
+    if !EVER_TAKEN.load(Ordering::Acquire) {
+        return Ok(());
+    }
     match taken().get(&key) {
         Some(m) if ch < 8 && m & (1 << ch) != 0 => Err(CErr::Abi(TCA_ERROR_CHANNEL_TAKEN)),
         _ => Ok(()),

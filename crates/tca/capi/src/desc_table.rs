@@ -38,6 +38,7 @@ use crate::registry::with_fabric;
 use crate::results::{run, CErr};
 use std::collections::BTreeMap;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use tca_proto::{Desc, DmaFlags, DmaMode, Handle, TcaError, TcaResult, CHANNELS};
 
@@ -155,6 +156,10 @@ impl Rank {
 }
 
 static RANKS: Mutex<BTreeMap<usize, Rank>> = Mutex::new(BTreeMap::new());
+
+/// A channel of some rank of this process was emptied once: until then a start needs no look
+/// at the tables (and their lock) at all.
+static EVER_EMPTIED: AtomicBool = AtomicBool::new(false);
 
 fn ranks() -> MutexGuard<'static, BTreeMap<usize, Rank>> {
     RANKS.lock().unwrap_or_else(|e| e.into_inner())
@@ -293,6 +298,9 @@ pub(crate) fn chain_replaced(key: usize, ch: u8) {
 
 /// `tcaStartDMADesc`: a channel whose tags were all destroyed has no chain.
 pub(crate) fn check_start(key: usize, ch: u8) -> Result<(), CErr> {
+    if !EVER_EMPTIED.load(Ordering::Acquire) {
+        return Ok(());
+    }
     let ranks = ranks();
     match ranks.get(&key).and_then(|r| r.channels.get(usize::from(ch))) {
         Some(Chained::Emptied) => Err(CErr::Tca(TcaError::ChannelNotSet)),
@@ -412,6 +420,7 @@ pub extern "C" fn tcaDestroyDMADesc(tag: c_int) -> c_int {
                 let rest: Vec<c_int> = list.iter().copied().filter(|t| *t != tag).collect();
                 if rest.is_empty() {
                     r.channels[ch] = Chained::Emptied;
+                    EVER_EMPTIED.store(true, Ordering::Release);
                 } else {
                     again.push((ch, r.chain_of(&rest)?, rest));
                 }
@@ -422,6 +431,7 @@ pub extern "C" fn tcaDestroyDMADesc(tag: c_int) -> c_int {
             if let Err(e) = register(key, ch, &desc, Chained::Tags(rest)) {
                 with_rank(key, |r| {
                     r.channels[ch] = Chained::Emptied;
+                    EVER_EMPTIED.store(true, Ordering::Release);
                     Ok(())
                 })?;
                 return Err(e);

@@ -5,10 +5,12 @@
 //! fetches entry by entry while it runs the chain.
 
 use crate::fabric::{lock, Inner};
+use crate::ring::encode_notify;
 use crate::segment::Segment;
 use crate::wait::{WaitFor, Watch};
 use std::sync::atomic::Ordering;
 use tca_proto::descriptor::DESCRIPTOR_BYTES;
+use tca_proto::engine::NOTIFY_SLOTS;
 use tca_proto::{Desc, DescEntry, DmaMode, Engine, Handle, TcaError, TcaResult, WaitStatus};
 
 /// Largest chain \[bytes\] the caller of `tcaStartDMADesc` carries out itself when the engine
@@ -216,8 +218,20 @@ impl Inner {
         let ring = own.ring(h.node);
         let bell = &own.header().app_bell.0;
         let mut seen = None;
+        // The notification waited for, as its ring entry (an invalid slot takes the engine's
+        // path, which rejects it).
+        let wanted = u16::try_from(slot).ok().filter(|s| *s < NOTIFY_SLOTS).map(|s| encode_notify(s, tag));
         self.with_caller_work(|work| {
             self.wait_helping(WaitFor { watch, cheap: true, engine_reports: true }, helping, |inner| {
+                // At the front of its ring, it is taken there: counting it into the engine's
+                // table of arrivals and out again would answer the same. The engine lock
+                // serialises the ring's consumers.
+                if let Some(v) = wanted.filter(|v| ring.front() == Some(*v)) {
+                    let _consumer = lock(&inner.engine);
+                    if ring.take_front_if(v) {
+                        return Ok(true);
+                    }
+                }
                 let now = (bell.load(Ordering::Acquire), inner.drained.load(Ordering::Acquire));
                 if ring.is_empty() && seen == Some(now) {
                     return Ok(false);

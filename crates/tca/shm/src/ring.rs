@@ -72,6 +72,24 @@ impl Ring {
         self.slots[tail as usize % RING_SLOTS].load(Ordering::Acquire) >> LAP_SHIFT != lap(tail)
     }
 
+    /// The oldest entry, if one waits (no lock needed; only the consumer may take it).
+    #[inline]
+    pub fn front(&self) -> Option<u64> {
+        let tail = self.tail.0.load(Ordering::Relaxed);
+        let v = self.slots[tail as usize % RING_SLOTS].load(Ordering::Acquire);
+        (v >> LAP_SHIFT == lap(tail)).then_some(v & ((1 << LAP_SHIFT) - 1))
+    }
+
+    /// Takes the oldest entry if it is `value`.
+    pub fn take_front_if(&self, value: u64) -> bool {
+        if self.front() != Some(value) {
+            return false;
+        }
+        let tail = self.tail.0.load(Ordering::Relaxed);
+        self.tail.0.store(tail.wrapping_add(1), Ordering::Release);
+        true
+    }
+
     /// Takes every entry, oldest first.
     pub fn drain(&self, mut f: impl FnMut(u64)) {
         let start = self.tail.0.load(Ordering::Relaxed);
@@ -206,6 +224,25 @@ mod tests {
         msgs.drain(|b| seen = b[127]);
         assert_eq!(seen, 5);
         assert!(msgs.is_empty());
+    }
+
+    #[test]
+    fn only_the_entry_asked_for_is_taken_from_the_front() {
+        // SAFETY: all-zero bytes are a valid empty ring (atomics only).
+        let ring: Box<Ring> = unsafe { Box::new(std::mem::zeroed()) };
+        let mut p = Producer::default();
+        assert_eq!(ring.front(), None);
+        assert!(!ring.take_front_if(encode_notify(0, 0)));
+        let (a, b) = (encode_notify(1, 7), encode_notify(2, 7));
+        assert!(ring.push(&mut p, a) && ring.push(&mut p, b));
+        assert_eq!(ring.front(), Some(a));
+        assert!(!ring.take_front_if(b), "b waits behind a");
+        assert!(ring.take_front_if(a));
+        assert_eq!(ring.front(), Some(b));
+        let mut rest = Vec::new();
+        ring.drain(|v| rest.push(v));
+        assert_eq!(rest, [b]);
+        assert!(ring.is_empty() && ring.front().is_none());
     }
 
     proptest::proptest! {
