@@ -14,7 +14,8 @@
 //!   a table in the segment in chaining mode, one write per burst of a block-stride transfer,
 //!   notifications) and carries them out with `memcpy` into the mapped segments, then reports
 //!   completions back. Notifications are entries of a single-producer ring in the
-//!   destination's segment, announced by a doorbell word.
+//!   destination's segment, announced by a doorbell word. The copy of a large write is shared
+//!   with a thread of the destination spinning in a wait for it ([`shared_copy`]).
 //!
 //! Every handle is checked against its owner's handle table in shared memory before each DMA
 //! kick and each PIO store ([`memory`]): a write through a destroyed or freed handle fails on
