@@ -98,6 +98,37 @@ def _row(bench, platform, series, x, x_unit, value, unit, paper=None, source=Non
     )
 
 
+def _bandwidth_rows(name, series, size, r, paper, src, kind) -> list[Row]:
+    """The bandwidth (GB/s) and efficiency (%) rows of one run; `paper` is the seed's
+    (MB/s, %) pair where the run is compared with it, else None."""
+    return [
+        _row(
+            "hxb-bandwidth",
+            name,
+            series,
+            size,
+            "B",
+            r["bytes_per_second"] / 1e9,
+            "GB/s",
+            round(paper[0] / 1e3, 6) if paper else None,
+            src,
+            kind,
+        ),
+        _row(
+            "hxb-bandwidth",
+            name,
+            f"{series} efficiency",
+            size,
+            "B",
+            r["efficiency"] * 100,
+            "%",
+            paper[1] if paper else None,
+            src,
+            kind,
+        ),
+    ]
+
+
 def _progress(update: Update, done: int, total: int) -> None:
     if update is not None:
         update(done, total)
@@ -139,34 +170,7 @@ def _bandwidth(args, path, name, trace, update) -> tuple[list[Row], str]:
         at_peak = seed is not None and size == peak and size >= PEAK_SIZE
         kind = "calibrated" if k == 9 else "predicted"
         src = f"{SEED} Table 4 PME-HXB (Gigx{k})"
-        rows.append(
-            _row(
-                "hxb-bandwidth",
-                name,
-                series,
-                size,
-                "B",
-                r["bytes_per_second"] / 1e9,
-                "GB/s",
-                round(seed[0] / 1e3, 6) if at_peak else None,
-                src,
-                kind,
-            )
-        )
-        rows.append(
-            _row(
-                "hxb-bandwidth",
-                name,
-                f"{series} efficiency",
-                size,
-                "B",
-                r["efficiency"] * 100,
-                "%",
-                seed[1] if at_peak else None,
-                src,
-                kind,
-            )
-        )
+        rows += _bandwidth_rows(name, series, size, r, seed[0:2] if at_peak else None, src, kind)
         if size == 4:
             rows.append(
                 _row(
@@ -227,32 +231,8 @@ def _bandwidth(args, path, name, trace, update) -> tuple[list[Row], str]:
             for bidir, label, cell in ((False, "one-way", 0), (True, "bidirectional", 2)):
                 r = _call(_native.hxb_bandwidth, path, k, size, "mpi", bidirectional=bidir)
                 series = f"MPI/HXB x{k} {label}"
-                rows.append(
-                    _row(
-                        "hxb-bandwidth",
-                        name,
-                        series,
-                        size,
-                        "B",
-                        r["bytes_per_second"] / 1e9,
-                        "GB/s",
-                        round(seed[cell] / 1e3, 6) if at_peak else None,
-                        src,
-                    )
-                )
-                rows.append(
-                    _row(
-                        "hxb-bandwidth",
-                        name,
-                        f"{series} efficiency",
-                        size,
-                        "B",
-                        r["efficiency"] * 100,
-                        "%",
-                        seed[cell + 1] if at_peak else None,
-                        src,
-                    )
-                )
+                paper = seed[cell : cell + 2] if at_peak else None
+                rows += _bandwidth_rows(name, series, size, r, paper, src, "predicted")
                 done += 1
                 _progress(update, done, total)
     title = f"PM/Ethernet-HXB 1-D one-way bandwidth on {name} (seed 004 Table 4, Fig. 3" + (
