@@ -13,6 +13,7 @@
 //! Outputs, taken with [`Cluster::drain_outputs`] after [`Cluster::step`], say when bytes
 //! became visible, when a write was posted and when a channel's status register reads done.
 
+use crate::departures::Departures;
 use crate::peach2::{Channel, Work};
 use crate::platform::{HostSpec, Peach2Spec, Platform};
 use crate::router::{AddressMap, Router};
@@ -312,6 +313,8 @@ pub(crate) struct NodeHw {
     pub(crate) host_memory: Server,
     pub(crate) gpu_read: Vec<Server>,
     pub(crate) channels: Vec<Channel>,
+    /// Writes of every channel crossing the chip's DMA datapath (`forward_cycles`).
+    pub(crate) datapath: Departures,
 }
 
 pub(crate) struct CpuStore {
@@ -332,9 +335,14 @@ pub(crate) enum Ev {
     },
     /// Boxed: PIO stores are rare, and every queued event is as large as the largest.
     CpuStore(Box<CpuStore>),
+    /// A TLP reaches its next hop (from host memory).
     Hop(usize),
-    /// A write TLP leaves a chip's datapath toward its port.
-    Emit(usize),
+    /// The first TLP leaving a hop reaches its next hop or its destination.
+    Leave(usize),
+    /// The first write relayed by the chip at the end of a hop is routed there.
+    Relay(usize),
+    /// The first write waiting in a node's DMA datapath leaves it toward its port.
+    Emit(u32),
     /// A write's bytes become visible at its destination.
     Visible(usize),
     Pump {
@@ -391,6 +399,7 @@ impl ClusterModel {
                 host_memory: Server::with_bandwidth(p.host.inbound_bandwidth, SimTime::ZERO),
                 gpu_read: (0..gpus).map(|_| Server::with_bandwidth(p.gpu.read_bandwidth, SimTime::ZERO)).collect(),
                 channels: (0..p.peach2.dma_channels).map(|_| Channel::new(p.nodes as usize)).collect(),
+                datapath: Departures::default(),
             })
             .collect();
         ClusterModel {
@@ -443,8 +452,26 @@ impl Model for ClusterModel {
             }
             Ev::CpuStore(s) => self.cpu_store(ctx, s.node, s.dst, s.len, s.id),
             Ev::Hop(id) => self.advance(ctx, id),
-            Ev::Emit(id) => {
+            Ev::Leave(hop) => {
+                let (id, next) = self.hops[hop].leaving.pop();
+                if let Some(at) = next {
+                    ctx.schedule_at(at, Ev::Leave(hop));
+                }
+                self.advance(ctx, id);
+            }
+            Ev::Relay(hop) => {
+                let (id, next) = self.hops[hop].relaying.pop();
+                if let Some(at) = next {
+                    ctx.schedule_at(at, Ev::Relay(hop));
+                }
                 let node = self.tlp_chip(id);
+                self.route_from_chip(ctx, node, id);
+            }
+            Ev::Emit(node) => {
+                let (id, next) = self.nodes[node as usize].datapath.pop();
+                if let Some(at) = next {
+                    ctx.schedule_at(at, Ev::Emit(node));
+                }
                 self.route_from_chip(ctx, node, id);
             }
             Ev::Visible(id) => self.visible(ctx.now(), id),

@@ -6,11 +6,13 @@
 //! - [`router`]: the PEACH2 address-window router and the shared address map;
 //! - [`cluster`]: a sub-cluster in virtual time, and its inputs and outputs;
 //! - [`peach2`]: the timing of a PEACH2 DMA channel;
-//! - `topology` and `transport`: the hardware as FIFO resources, and TLPs moving through them.
+//! - `topology` and `transport`: the hardware as FIFO resources, and TLPs moving through them;
+//! - `departures`: the TLPs leaving a FIFO, one event for all of them.
 
 #![warn(missing_docs)]
 
 pub mod cluster;
+mod departures;
 pub mod peach2;
 pub mod platform;
 pub mod router;

@@ -382,6 +382,8 @@ impl ClusterModel {
             _ => {}
         }
         let id = self.alloc(Tlp::write(addr, payload, node, purpose));
-        ctx.schedule_in(delay, Ev::Emit(id));
+        if self.nodes[node as usize].datapath.push(ctx.now() + delay, id) {
+            ctx.schedule_in(delay, Ev::Emit(node));
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! the integrated switch, QPI and GPU links; per cable one link each way (seed 000 §3.2-3.4,
 //! Fig. 1-2); and each chip's routing registers, computed from the cables.
 
+use crate::departures::Departures;
 use crate::platform::Platform;
 use crate::router::{Port, Router};
 use base::TrackId;
@@ -24,6 +25,11 @@ pub(crate) struct Hop {
     /// integrated switch after the N link, QPI and a GPU link after the switch), never from a
     /// chip or a memory: its arrivals are that hop's departures, in order.
     pub(crate) fed_by_one: bool,
+    /// TLPs that will have left it, to go on at the next hop or arrive.
+    pub(crate) leaving: Departures,
+    /// Writes that will have crossed the chip at its end (a cable's or the N link's, toward a
+    /// chip) and are routed there, `forward_cycles` after they left it.
+    pub(crate) relaying: Departures,
 }
 
 /// Hops of one node.
@@ -55,6 +61,8 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
             stalled: 0,
             last_stream: u32::MAX,
             fed_by_one: false,
+            leaving: Departures::default(),
+            relaying: Departures::default(),
         });
         hops.len() - 1
     };

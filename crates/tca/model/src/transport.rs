@@ -286,12 +286,16 @@ impl ClusterModel {
                     // A write entering a chip from N or a cable is routed after the chip's
                     // forwarding latency; its arrival does nothing else, so it costs no event.
                     t.forwarded = true;
-                    let delay = self.peach.cycles(self.peach.forward_cycles);
-                    ctx.schedule_at(tx.out + delay, Ev::Emit(id));
+                    let at = tx.out + self.peach.cycles(self.peach.forward_cycles);
+                    if self.hops[hop_index].relaying.push(at, id) {
+                        ctx.schedule_at(at, Ev::Relay(hop_index));
+                    }
                     return;
                 }
                 _ => {
-                    ctx.schedule_at(tx.out, Ev::Hop(id));
+                    if self.hops[hop_index].leaving.push(tx.out, id) {
+                        ctx.schedule_at(tx.out, Ev::Leave(hop_index));
+                    }
                     return;
                 }
             }
