@@ -313,8 +313,11 @@ pub(crate) struct NodeHw {
     pub(crate) host_memory: Server,
     pub(crate) gpu_read: Vec<Server>,
     pub(crate) channels: Vec<Channel>,
-    /// Writes of every channel crossing the chip's DMA datapath (`forward_cycles`).
-    pub(crate) datapath: Departures,
+    /// Writes of every channel crossing the chip's DMA datapath toward N (`forward_cycles`).
+    pub(crate) datapath: Departures<Tlp>,
+    /// Completions and writes leaving host memory, each after its latency.
+    pub(crate) memory_reads: Departures<Tlp>,
+    pub(crate) memory_writes: Departures<Tlp>,
 }
 
 pub(crate) struct CpuStore {
@@ -322,6 +325,25 @@ pub(crate) struct CpuStore {
     dst: u64,
     len: u64,
     id: u64,
+}
+
+/// The FIFOs whose TLPs leave by [`Ev::Departure`] ([`crate::departures::Departures`]).
+/// A word-sized tag, as [`Ev`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
+pub(crate) enum Fifo {
+    /// TLPs leaving a hop for the next hop or their destination.
+    Leave(usize),
+    /// Writes entering the chip at the end of a hop toward a cable port.
+    Cross(usize),
+    /// Writes that crossed the chip at the end of a hop toward N.
+    Relay(usize),
+    /// Writes of a node's DMA channels leaving the chip's datapath toward N.
+    Emit(u32),
+    /// Completions leaving a node's host memory.
+    MemoryRead(u32),
+    /// Writes reaching a node's host memory, visible as they leave.
+    MemoryWrite(u32),
 }
 
 /// A word-sized tag puts every field on a word: the queue moves events as whole words (with a
@@ -335,16 +357,8 @@ pub(crate) enum Ev {
     },
     /// Boxed: PIO stores are rare, and every queued event is as large as the largest.
     CpuStore(Box<CpuStore>),
-    /// A TLP reaches its next hop (from host memory).
-    Hop(usize),
-    /// The first TLP leaving a hop reaches its next hop or its destination.
-    Leave(usize),
-    /// The first write relayed by the chip at the end of a hop is routed there.
-    Relay(usize),
-    /// The first write waiting in a node's DMA datapath leaves it toward its port.
-    Emit(u32),
-    /// A write's bytes become visible at its destination.
-    Visible(usize),
+    /// The first TLP of a FIFO leaves it.
+    Departure(Fifo),
     Pump {
         node: u32,
         channel: u8,
@@ -378,9 +392,6 @@ pub(crate) struct ClusterModel {
     pub(crate) map: AddressMap,
     pub(crate) nodes: Vec<NodeHw>,
     pub(crate) hops: Vec<Hop>,
-    /// TLPs in flight; slots are reused.
-    pub(crate) tlps: Vec<Option<Tlp>>,
-    pub(crate) free: Vec<usize>,
     pub(crate) outputs: Vec<(SimTime, Output)>,
     pub(crate) pio_chunk: u64,
 }
@@ -393,13 +404,16 @@ impl ClusterModel {
         let nodes = node_hops
             .into_iter()
             .zip(routers(p, &map))
-            .map(|(hops, router)| NodeHw {
+            .enumerate()
+            .map(|(n, (hops, router))| NodeHw {
                 hops,
                 router,
                 host_memory: Server::with_bandwidth(p.host.inbound_bandwidth, SimTime::ZERO),
                 gpu_read: (0..gpus).map(|_| Server::with_bandwidth(p.gpu.read_bandwidth, SimTime::ZERO)).collect(),
                 channels: (0..p.peach2.dma_channels).map(|_| Channel::new(p.nodes as usize)).collect(),
-                datapath: Departures::default(),
+                datapath: Departures::new(Fifo::Emit(n as u32)),
+                memory_reads: Departures::new(Fifo::MemoryRead(n as u32)),
+                memory_writes: Departures::new(Fifo::MemoryWrite(n as u32)),
             })
             .collect();
         ClusterModel {
@@ -411,8 +425,6 @@ impl ClusterModel {
             map,
             nodes,
             hops,
-            tlps: Vec::new(),
-            free: Vec::new(),
             outputs: Vec::new(),
             pio_chunk: p.host.pio_write_combining,
         }
@@ -451,30 +463,7 @@ impl Model for ClusterModel {
                 self.cpu_kick(ctx, node, channel, seq);
             }
             Ev::CpuStore(s) => self.cpu_store(ctx, s.node, s.dst, s.len, s.id),
-            Ev::Hop(id) => self.advance(ctx, id),
-            Ev::Leave(hop) => {
-                let (id, next) = self.hops[hop].leaving.pop();
-                if let Some(at) = next {
-                    ctx.schedule_at(at, Ev::Leave(hop));
-                }
-                self.advance(ctx, id);
-            }
-            Ev::Relay(hop) => {
-                let (id, next) = self.hops[hop].relaying.pop();
-                if let Some(at) = next {
-                    ctx.schedule_at(at, Ev::Relay(hop));
-                }
-                let node = self.tlp_chip(id);
-                self.route_from_chip(ctx, node, id);
-            }
-            Ev::Emit(node) => {
-                let (id, next) = self.nodes[node as usize].datapath.pop();
-                if let Some(at) = next {
-                    ctx.schedule_at(at, Ev::Emit(node));
-                }
-                self.route_from_chip(ctx, node, id);
-            }
-            Ev::Visible(id) => self.visible(ctx.now(), id),
+            Ev::Departure(fifo) => self.depart(ctx, fifo),
             Ev::Pump { node, channel } => self.pump(ctx, node, channel),
             Ev::Kicked { node, channel, seq } => self.kicked(ctx, node, channel, seq),
             Ev::Decoded { node, channel, seq } => self.decoded(ctx, node, channel, seq),

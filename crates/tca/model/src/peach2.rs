@@ -381,9 +381,12 @@ impl ClusterModel {
             Purpose::Status { needed, .. } => *needed = ch.data_emitted[dst_node],
             _ => {}
         }
-        let id = self.alloc(Tlp::write(addr, payload, node, purpose));
-        if self.nodes[node as usize].datapath.push(ctx.now() + delay, id) {
-            ctx.schedule_in(delay, Ev::Emit(node));
+        let mut t = Tlp::write(addr, payload, node, purpose);
+        let at = ctx.now() + delay;
+        if self.route_at_chip(node, &mut t) {
+            self.nodes[node as usize].datapath.push(ctx, at, t);
+        } else {
+            self.advance_from(ctx, t, at);
         }
     }
 }

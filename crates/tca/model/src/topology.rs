@@ -2,9 +2,11 @@
 //! the integrated switch, QPI and GPU links; per cable one link each way (seed 000 §3.2-3.4,
 //! Fig. 1-2); and each chip's routing registers, computed from the cables.
 
+use crate::cluster::Fifo;
 use crate::departures::Departures;
 use crate::platform::Platform;
 use crate::router::{Port, Router};
+use crate::transport::Tlp;
 use base::TrackId;
 use pcie::{LinkSpec, Server};
 
@@ -26,10 +28,13 @@ pub(crate) struct Hop {
     /// chip or a memory: its arrivals are that hop's departures, in order.
     pub(crate) fed_by_one: bool,
     /// TLPs that will have left it, to go on at the next hop or arrive.
-    pub(crate) leaving: Departures,
-    /// Writes that will have crossed the chip at its end (a cable's or the N link's, toward a
-    /// chip) and are routed there, `forward_cycles` after they left it.
-    pub(crate) relaying: Departures,
+    pub(crate) leaving: Departures<Tlp>,
+    /// Writes entering the chip at its end (a cable's or the N link's) toward a cable port,
+    /// which they take as they enter ([`crate::cluster::ClusterModel::route_at_chip`]).
+    pub(crate) crossing: Departures<Tlp>,
+    /// Writes entering the chip at its end toward N, leaving here when they reach N,
+    /// `forward_cycles` after they entered.
+    pub(crate) relaying: Departures<Tlp>,
 }
 
 /// Hops of one node.
@@ -61,8 +66,9 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
             stalled: 0,
             last_stream: u32::MAX,
             fed_by_one: false,
-            leaving: Departures::default(),
-            relaying: Departures::default(),
+            leaving: Departures::new(Fifo::Leave(hops.len())),
+            crossing: Departures::new(Fifo::Cross(hops.len())),
+            relaying: Departures::new(Fifo::Relay(hops.len())),
         });
         hops.len() - 1
     };

@@ -4,9 +4,9 @@
 //! root complexes, host memory and GPUs, so traffic that shares a link queues as in hardware.
 //! On entering a chip, a write is routed by the address-window router: to N with the node
 //! offset subtracted, or out through E, W or S to the next chip (`forward_cycles` per chip).
-//! TLPs live in a slab whose slots are reused: moving one allocates nothing.
+//! A TLP is moved by value from one FIFO to the next ([`crate::departures`]).
 
-use crate::cluster::{ClusterModel, Ev, Output};
+use crate::cluster::{ClusterModel, Ev, Fifo, Output};
 use crate::router::{Route, Target};
 use crate::topology::port_index;
 use base::{Context, SimTime};
@@ -127,36 +127,6 @@ fn stream_name(stream: u32) -> String {
 }
 
 impl ClusterModel {
-    pub(crate) fn alloc(&mut self, tlp: Tlp) -> usize {
-        match self.free.pop() {
-            Some(id) => {
-                self.tlps[id] = Some(tlp);
-                id
-            }
-            None => {
-                self.tlps.push(Some(tlp));
-                self.tlps.len() - 1
-            }
-        }
-    }
-
-    /// The chip a TLP waiting in a datapath is at.
-    pub(crate) fn tlp_chip(&self, id: usize) -> u32 {
-        match self.tlp(id).dest {
-            Dest::Chip(n) => n,
-            _ => unreachable!("emitted from a chip"),
-        }
-    }
-
-    fn tlp(&self, id: usize) -> &Tlp {
-        self.tlps[id].as_ref().expect("live TLP")
-    }
-
-    fn take(&mut self, id: usize) -> Tlp {
-        self.free.push(id);
-        self.tlps[id].take().expect("live TLP")
-    }
-
     /// Local hops from the chip of `node` to a local target, and the destination.
     fn path_to_target(&self, node: u32, target: Target) -> ([usize; MAX_PATH], u8, Dest) {
         let h = &self.nodes[node as usize].hops;
@@ -186,13 +156,18 @@ impl ClusterModel {
         }
     }
 
-    /// A TLP at the chip of `node` (just out of the DMA datapath, or just arrived): routes it
-    /// and sends it on its way.
-    pub(crate) fn route_from_chip(&mut self, ctx: &mut Context<'_, Ev>, node: u32, id: usize) {
-        let addr = self.tlp(id).addr;
+    /// Routes a write at the chip of `node` (out of its DMA datapath, or in from N or a cable):
+    /// sets its path to the port its address routes to; true when that is N.
+    ///
+    /// A write crosses the chip in `forward_cycles`. Every feeder of a cable port is such a
+    /// write, so a cable port is taken when the write enters the chip, in the order writes enter,
+    /// with the arrival `forward_cycles` later: that saves an event per write and chip. N also
+    /// carries the read requests the chip issues at once, so a write toward N waits for its
+    /// arrival there (in the node's `datapath` or the `relaying` FIFO of the hop it came by).
+    pub(crate) fn route_at_chip(&self, node: u32, t: &mut Tlp) -> bool {
         // Addresses stay global in this model: the router's local address (node offset
         // subtracted, seed 000 §3.4) only picks the target behind N.
-        let (path, len, dest) = match self.nodes[node as usize].router.route(addr) {
+        let (path, len, dest) = match self.nodes[node as usize].router.route(t.addr) {
             Ok(Route::Host(local)) => {
                 let target = self.map.target(local).expect("checked when the input was taken");
                 self.path_to_target(node, target)
@@ -204,9 +179,8 @@ impl ClusterModel {
             }
             Err(e) => panic!("routing tables cover every node of the platform: {e}"),
         };
-        let t = self.tlps[id].as_mut().expect("live TLP");
         (t.path, t.path_len, t.at, t.dest) = (path, len, 0, dest);
-        self.advance(ctx, id);
+        !matches!(dest, Dest::Chip(_))
     }
 
     /// Moves a TLP through its next hop, or hands it to its destination.
@@ -214,18 +188,48 @@ impl ClusterModel {
     /// A hop whose only feeder is the hop before it ([`crate::topology::Hop::fed_by_one`]) is
     /// taken at once, at the time the TLP will reach it: its arrivals are its feeder's
     /// departures, already in order, so the result is the one an event per hop would give.
-    pub(crate) fn advance(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
-        self.advance_from(ctx, id, ctx.now());
+    pub(crate) fn advance(&mut self, ctx: &mut Context<'_, Ev>, t: Tlp) {
+        self.advance_from(ctx, t, ctx.now());
+    }
+
+    /// The first TLP of `fifo` leaves it.
+    pub(crate) fn depart(&mut self, ctx: &mut Context<'_, Ev>, fifo: Fifo) {
+        match fifo {
+            Fifo::Leave(hop) => {
+                let t = self.hops[hop].leaving.pop(ctx);
+                self.advance(ctx, t);
+            }
+            Fifo::Cross(hop) => {
+                let t = self.hops[hop].crossing.pop(ctx);
+                let forward = self.peach.cycles(self.peach.forward_cycles);
+                self.advance_from(ctx, t, ctx.now() + forward);
+            }
+            Fifo::Relay(hop) => {
+                let t = self.hops[hop].relaying.pop(ctx);
+                self.advance(ctx, t);
+            }
+            Fifo::Emit(node) => {
+                let t = self.nodes[node as usize].datapath.pop(ctx);
+                self.advance(ctx, t);
+            }
+            Fifo::MemoryRead(node) => {
+                let t = self.nodes[node as usize].memory_reads.pop(ctx);
+                self.advance(ctx, t);
+            }
+            Fifo::MemoryWrite(node) => {
+                let t = self.nodes[node as usize].memory_writes.pop(ctx);
+                self.visible(ctx.now(), t);
+            }
+        }
     }
 
     /// As [`Self::advance`], for a TLP that reaches its next hop at `arrival` (not before now),
     /// given by that hop's only feeder in the order of its arrivals.
-    fn advance_from(&mut self, ctx: &mut Context<'_, Ev>, id: usize, mut arrival: SimTime) {
+    pub(crate) fn advance_from(&mut self, ctx: &mut Context<'_, Ev>, mut t: Tlp, mut arrival: SimTime) {
         let now = ctx.now();
         loop {
-            let t = self.tlp(id);
             if t.at == t.path_len {
-                self.arrive(ctx, id);
+                self.arrive(ctx, t);
                 return;
             }
             let (kind, addr, payload, read_len, hop_index) =
@@ -268,7 +272,6 @@ impl ClusterModel {
                     ctx.schedule_at(now, Ev::Pump { node: origin, channel });
                 }
             }
-            let t = self.tlps[id].as_mut().expect("live TLP");
             t.at += 1;
             let next = (t.at < t.path_len).then(|| t.path[t.at as usize]);
             let relayed = next.is_none()
@@ -283,53 +286,44 @@ impl ClusterModel {
             match next {
                 Some(h) if self.hops[h].fed_by_one => arrival = tx.out,
                 None if relayed => {
-                    // A write entering a chip from N or a cable is routed after the chip's
-                    // forwarding latency; its arrival does nothing else, so it costs no event.
+                    // A write entering a chip from N or a cable: its arrival does nothing else.
                     t.forwarded = true;
-                    let at = tx.out + self.peach.cycles(self.peach.forward_cycles);
-                    if self.hops[hop_index].relaying.push(at, id) {
-                        ctx.schedule_at(at, Ev::Relay(hop_index));
+                    let Dest::Chip(chip) = t.dest else { unreachable!("relayed at a chip") };
+                    if self.route_at_chip(chip, &mut t) {
+                        let at = tx.out + self.peach.cycles(self.peach.forward_cycles);
+                        self.hops[hop_index].relaying.push(ctx, at, t);
+                    } else {
+                        self.hops[hop_index].crossing.push(ctx, tx.out, t);
                     }
                     return;
                 }
                 _ => {
-                    if self.hops[hop_index].leaving.push(tx.out, id) {
-                        ctx.schedule_at(tx.out, Ev::Leave(hop_index));
-                    }
+                    self.hops[hop_index].leaving.push(ctx, tx.out, t);
                     return;
                 }
             }
         }
     }
 
-    fn arrive(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
+    fn arrive(&mut self, ctx: &mut Context<'_, Ev>, t: Tlp) {
         let now = ctx.now();
-        let (kind, dest, payload, purpose) = {
-            let t = self.tlp(id);
-            (t.kind, t.dest, t.payload, t.purpose)
-        };
-        match (dest, kind) {
-            (Dest::Chip(node), TlpKind::MemWrite) if matches!(purpose, Purpose::Kick { .. }) => {
-                let Purpose::Kick { channel, seq } = purpose else { unreachable!() };
-                self.take(id);
+        match (t.dest, t.kind, t.purpose) {
+            (Dest::Chip(node), TlpKind::MemWrite, Purpose::Kick { channel, seq }) => {
                 let delay = self.peach.cycles(self.peach.dma_start_cycles);
                 ctx.schedule_in(delay, Ev::Kicked { node, channel, seq });
             }
-            (Dest::Chip(node), TlpKind::Completion) => {
-                self.take(id);
-                let Purpose::Completion { of, bytes, last } = purpose else { unreachable!("completions") };
-                match of {
-                    Reads::Fetch { channel, seq } => self.fetch_completed(ctx, node, channel, seq, last),
-                    Reads::Data { channel, request } => self.data_completed(ctx, node, channel, request, bytes, last),
-                }
+            (Dest::Chip(node), TlpKind::Completion, Purpose::Completion { of, bytes, last }) => match of {
+                Reads::Fetch { channel, seq } => self.fetch_completed(ctx, node, channel, seq, last),
+                Reads::Data { channel, request } => self.data_completed(ctx, node, channel, request, bytes, last),
+            },
+            (Dest::HostMemory(_) | Dest::Gpu(..), TlpKind::MemRead, _) => self.serve_read(ctx, t),
+            (Dest::HostMemory(n), TlpKind::MemWrite, _) => {
+                let node = &mut self.nodes[n as usize];
+                let tx = node.host_memory.transmit(now, t.payload);
+                node.memory_writes.push(ctx, tx.end + self.host.memory_write_latency, t);
             }
-            (Dest::HostMemory(_) | Dest::Gpu(..), TlpKind::MemRead) => self.serve_read(ctx, id),
-            (Dest::HostMemory(n), TlpKind::MemWrite) => {
-                let tx = self.nodes[n as usize].host_memory.transmit(now, payload);
-                ctx.schedule_at(tx.end + self.host.memory_write_latency, Ev::Visible(id));
-            }
-            (Dest::Gpu(..), TlpKind::MemWrite) => self.visible(now, id),
-            (d, k) => panic!("no handler for {k:?} at {d:?}"),
+            (Dest::Gpu(..), TlpKind::MemWrite, _) => self.visible(now, t),
+            (d, k, _) => panic!("no handler for {k:?} at {d:?}"),
         }
     }
 
@@ -338,7 +332,7 @@ impl ClusterModel {
         let local = addr - self.map.node_base(node);
         let target = self.map.target(local).expect("sources are checked to be local and mapped");
         let (path, path_len, dest) = self.path_to_target(node, target);
-        let id = self.alloc(Tlp {
+        let t = Tlp {
             kind: TlpKind::MemRead,
             addr,
             payload: 0,
@@ -350,14 +344,13 @@ impl ClusterModel {
             origin: node,
             purpose,
             forwarded: true,
-        });
-        self.advance(ctx, id);
+        };
+        self.advance(ctx, t);
     }
 
     /// Host memory or a GPU answers a read with completions, streamed at its read rate.
-    fn serve_read(&mut self, ctx: &mut Context<'_, Ev>, id: usize) {
+    fn serve_read(&mut self, ctx: &mut Context<'_, Ev>, t: Tlp) {
         let now = ctx.now();
-        let t = self.take(id);
         let of = match t.purpose {
             Purpose::Fetch { channel, seq } => Reads::Fetch { channel, seq },
             Purpose::Read { channel, request } => Reads::Data { channel, request },
@@ -377,7 +370,7 @@ impl ClusterModel {
                 }
                 Dest::Chip(_) => unreachable!(),
             };
-            let c = self.alloc(Tlp {
+            let c = Tlp {
                 kind: TlpKind::Completion,
                 addr: t.addr,
                 payload: bytes,
@@ -389,11 +382,12 @@ impl ClusterModel {
                 origin: t.origin,
                 purpose: Purpose::Completion { of, bytes, last: left == 0 },
                 forwarded: true,
-            });
+            };
             match t.dest {
                 // Only this GPU's reads feed its link back, in the order they are served.
                 Dest::Gpu(..) => self.advance_from(ctx, c, ready),
-                _ => ctx.schedule_at(ready, Ev::Hop(c)),
+                Dest::HostMemory(node) => self.nodes[node as usize].memory_reads.push(ctx, ready, c),
+                Dest::Chip(_) => unreachable!(),
             }
         }
     }
@@ -404,8 +398,7 @@ impl ClusterModel {
         let h = &self.nodes[node as usize].hops;
         let path = [h.cpu, h.n_down];
         for (addr, n) in split_requests(dst, len, self.pio_chunk) {
-            let t = self.alloc(Tlp::cpu_store(addr, n, node, path, Purpose::Pio { id, offset: addr - dst }));
-            self.advance(ctx, t);
+            self.advance(ctx, Tlp::cpu_store(addr, n, node, path, Purpose::Pio { id, offset: addr - dst }));
         }
     }
 
@@ -413,14 +406,12 @@ impl ClusterModel {
     pub(crate) fn cpu_kick(&mut self, ctx: &mut Context<'_, Ev>, node: u32, channel: u8, seq: u64) {
         let h = &self.nodes[node as usize].hops;
         let path = [h.cpu, h.n_down];
-        let t = self.alloc(Tlp::cpu_store(self.map.node_base(node), 4, node, path, Purpose::Kick { channel, seq }));
-        self.advance(ctx, t);
+        self.advance(ctx, Tlp::cpu_store(self.map.node_base(node), 4, node, path, Purpose::Kick { channel, seq }));
     }
 
     /// Bytes of a write reached their memory: report them, holding a status word until the
     /// data before it is visible.
-    pub(crate) fn visible(&mut self, now: SimTime, id: usize) {
-        let t = self.take(id);
+    pub(crate) fn visible(&mut self, now: SimTime, t: Tlp) {
         let node = self.map.node_of(t.addr).expect("a mapped write") as usize;
         match t.purpose {
             Purpose::Data { channel, id, src } => {
