@@ -22,7 +22,7 @@ pub(crate) enum Purpose {
     /// A data read for read request `request` of the channel.
     Read { channel: u8, request: usize },
     /// A completion coming back for a read of `of`.
-    Completion { of: Reads, bytes: u64, last: bool },
+    Completion { of: Reads, last: bool },
     /// Data of work `id`, read at `src`.
     Data { channel: u8, id: u64, src: u64 },
     /// A status word; visible once `needed` data TLPs of its channel to that node are.
@@ -54,9 +54,12 @@ pub(crate) struct Tlp {
     kind: TlpKind,
     /// Global (window) address: the router picks the target behind N from it.
     addr: u64,
-    payload: u64,
-    read_len: u64,
-    path: [usize; MAX_PATH],
+    /// Bytes carried (writes, completions); bytes asked for (reads). At most 4 KiB, the largest
+    /// read request (seed 000 Table 2).
+    payload: u32,
+    read_len: u32,
+    /// Hop indices: a TLP is copied from FIFO to FIFO, so it is kept small.
+    path: [u16; MAX_PATH],
     path_len: u8,
     at: u8,
     dest: Dest,
@@ -85,6 +88,7 @@ impl Tlp {
 
     /// A write leaving the DMA datapath of `origin`'s chip.
     pub(crate) fn write(addr: u64, payload: u64, origin: u32, purpose: Purpose) -> Tlp {
+        let payload = u32::try_from(payload).expect("a TLP's payload fits in 32 bits");
         Tlp {
             kind: TlpKind::MemWrite,
             addr,
@@ -102,12 +106,13 @@ impl Tlp {
 
     /// A CPU store from `node` down its N link to its chip.
     pub(crate) fn cpu_store(addr: u64, payload: u64, node: u32, path: [usize; 2], purpose: Purpose) -> Tlp {
+        let payload = u32::try_from(payload).expect("a TLP's payload fits in 32 bits");
         Tlp {
             kind: TlpKind::MemWrite,
             addr,
             payload,
             read_len: 0,
-            path: [path[0], path[1], 0, 0, 0],
+            path: short([path[0], path[1], 0, 0, 0]),
             path_len: 2,
             at: 0,
             dest: Dest::Chip(node),
@@ -116,6 +121,11 @@ impl Tlp {
             forwarded: true,
         }
     }
+}
+
+/// A path of hop indices as a TLP keeps it.
+fn short(path: [usize; MAX_PATH]) -> [u16; MAX_PATH] {
+    path.map(|h| u16::try_from(h).expect("hop indices fit in 16 bits"))
 }
 
 /// A stream as a trace names it: `node3 DMA channel 1`, `node0 CPU`.
@@ -179,7 +189,7 @@ impl ClusterModel {
             }
             Err(e) => panic!("routing tables cover every node of the platform: {e}"),
         };
-        (t.path, t.path_len, t.at, t.dest) = (path, len, 0, dest);
+        (t.path, t.path_len, t.at, t.dest) = (short(path), len, 0, dest);
         !matches!(dest, Dest::Chip(_))
     }
 
@@ -233,7 +243,7 @@ impl ClusterModel {
                 return;
             }
             let (kind, addr, payload, read_len, hop_index) =
-                (t.kind, t.addr, t.payload, t.read_len, t.path[t.at as usize]);
+                (t.kind, t.addr, u64::from(t.payload), t.read_len, usize::from(t.path[t.at as usize]));
             let leaving_chip = t.at == 0 && !t.forwarded;
             let channel = match t.purpose {
                 Purpose::Data { channel, .. } | Purpose::Status { channel, .. } => Some(channel),
@@ -273,7 +283,7 @@ impl ClusterModel {
                 }
             }
             t.at += 1;
-            let next = (t.at < t.path_len).then(|| t.path[t.at as usize]);
+            let next = (t.at < t.path_len).then(|| usize::from(t.path[t.at as usize]));
             let relayed = next.is_none()
                 && matches!(
                     (t.dest, t.kind, t.purpose),
@@ -312,14 +322,16 @@ impl ClusterModel {
                 let delay = self.peach.cycles(self.peach.dma_start_cycles);
                 ctx.schedule_in(delay, Ev::Kicked { node, channel, seq });
             }
-            (Dest::Chip(node), TlpKind::Completion, Purpose::Completion { of, bytes, last }) => match of {
+            (Dest::Chip(node), TlpKind::Completion, Purpose::Completion { of, last }) => match of {
                 Reads::Fetch { channel, seq } => self.fetch_completed(ctx, node, channel, seq, last),
-                Reads::Data { channel, request } => self.data_completed(ctx, node, channel, request, bytes, last),
+                Reads::Data { channel, request } => {
+                    self.data_completed(ctx, node, channel, request, u64::from(t.payload), last)
+                }
             },
             (Dest::HostMemory(_) | Dest::Gpu(..), TlpKind::MemRead, _) => self.serve_read(ctx, t),
             (Dest::HostMemory(n), TlpKind::MemWrite, _) => {
                 let node = &mut self.nodes[n as usize];
-                let tx = node.host_memory.transmit(now, t.payload);
+                let tx = node.host_memory.transmit(now, u64::from(t.payload));
                 node.memory_writes.push(ctx, tx.end + self.host.memory_write_latency, t);
             }
             (Dest::Gpu(..), TlpKind::MemWrite, _) => self.visible(now, t),
@@ -336,8 +348,8 @@ impl ClusterModel {
             kind: TlpKind::MemRead,
             addr,
             payload: 0,
-            read_len: len,
-            path,
+            read_len: u32::try_from(len).expect("a read request fits in 32 bits"),
+            path: short(path),
             path_len,
             at: 0,
             dest,
@@ -358,8 +370,8 @@ impl ClusterModel {
         };
         let (path, path_len) = self.path_to_chip(t.dest);
         let (rcb, mps) = (self.host_link.read_completion_boundary, self.host_link.max_payload);
-        let mut left = t.read_len;
-        for bytes in split_completions(t.addr, t.read_len, rcb, mps) {
+        let mut left = u64::from(t.read_len);
+        for bytes in split_completions(t.addr, left, rcb, mps) {
             left -= bytes;
             let ready = match t.dest {
                 Dest::HostMemory(node) => {
@@ -373,14 +385,14 @@ impl ClusterModel {
             let c = Tlp {
                 kind: TlpKind::Completion,
                 addr: t.addr,
-                payload: bytes,
+                payload: bytes as u32,
                 read_len: 0,
-                path,
+                path: short(path),
                 path_len,
                 at: 0,
                 dest: Dest::Chip(t.origin),
                 origin: t.origin,
-                purpose: Purpose::Completion { of, bytes, last: left == 0 },
+                purpose: Purpose::Completion { of, last: left == 0 },
                 forwarded: true,
             };
             match t.dest {
@@ -415,7 +427,7 @@ impl ClusterModel {
         let node = self.map.node_of(t.addr).expect("a mapped write") as usize;
         match t.purpose {
             Purpose::Data { channel, id, src } => {
-                self.outputs.push((now, Output::Landed { id, src, dst: t.addr, len: t.payload }));
+                self.outputs.push((now, Output::Landed { id, src, dst: t.addr, len: u64::from(t.payload) }));
                 let ch = &mut self.nodes[t.origin as usize].channels[channel as usize];
                 ch.data_visible[node] += 1;
                 let seen = ch.data_visible[node];
@@ -439,7 +451,7 @@ impl ClusterModel {
                 }
             }
             Purpose::Pio { id, offset } => {
-                self.outputs.push((now, Output::PioLanded { id, dst: t.addr, offset, len: t.payload }))
+                self.outputs.push((now, Output::PioLanded { id, dst: t.addr, offset, len: u64::from(t.payload) }))
             }
             other => unreachable!("not a write: {other:?}"),
         }
