@@ -99,12 +99,15 @@ impl Inner {
                 // SAFETY: both ranges lie inside mapped heaps (checked by `ptr`); the writer
                 // copies only the other half while the share is taken.
                 unsafe { std::ptr::copy(s, d, len as usize) };
-                self.shares_copied.fetch_add(1, Ordering::Relaxed);
                 state::COPIED
             }
             _ => state::REFUSED,
         };
+        // The writer waits for this store: count the share only after it.
         share.state.store(done, Ordering::Release);
+        if done == state::COPIED {
+            self.shares_copied.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Copies `w` (from `src` to `dst`, both checked) sharing it with the destination's
