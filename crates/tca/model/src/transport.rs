@@ -204,32 +204,23 @@ impl ClusterModel {
 
     /// The first TLP of `fifo` leaves it.
     pub(crate) fn depart(&mut self, ctx: &mut Context<'_, Ev>, fifo: Fifo) {
+        let departures = match fifo {
+            Fifo::Leave(hop) => &mut self.hops[hop].leaving,
+            Fifo::Cross(hop) => &mut self.hops[hop].crossing,
+            Fifo::Relay(hop) => &mut self.hops[hop].relaying,
+            Fifo::Emit(node) => &mut self.nodes[node as usize].datapath,
+            Fifo::MemoryRead(node) => &mut self.nodes[node as usize].memory_reads,
+            Fifo::MemoryWrite(node) => &mut self.nodes[node as usize].memory_writes,
+        };
+        let t = departures.pop(ctx);
         match fifo {
-            Fifo::Leave(hop) => {
-                let t = self.hops[hop].leaving.pop(ctx);
-                self.advance(ctx, t);
-            }
-            Fifo::Cross(hop) => {
-                let t = self.hops[hop].crossing.pop(ctx);
+            // Entering a chip toward a cable port, which it reaches after crossing the chip.
+            Fifo::Cross(_) => {
                 let forward = self.peach.cycles(self.peach.forward_cycles);
                 self.advance_from(ctx, t, ctx.now() + forward);
             }
-            Fifo::Relay(hop) => {
-                let t = self.hops[hop].relaying.pop(ctx);
-                self.advance(ctx, t);
-            }
-            Fifo::Emit(node) => {
-                let t = self.nodes[node as usize].datapath.pop(ctx);
-                self.advance(ctx, t);
-            }
-            Fifo::MemoryRead(node) => {
-                let t = self.nodes[node as usize].memory_reads.pop(ctx);
-                self.advance(ctx, t);
-            }
-            Fifo::MemoryWrite(node) => {
-                let t = self.nodes[node as usize].memory_writes.pop(ctx);
-                self.visible(ctx.now(), t);
-            }
+            Fifo::MemoryWrite(_) => self.visible(ctx.now(), t),
+            _ => self.advance(ctx, t),
         }
     }
 
