@@ -29,8 +29,9 @@ pub const SHM: &str = "shm";
 /// The name of the built-in simulator inside SimGrid SMPI.
 pub const SMPI: &str = "smpi";
 
-/// The process's shm fabric, once `tcaInit` built it.
-static PROCESS: OnceLock<Box<dyn Fabric>> = OnceLock::new();
+/// The process's shm fabric, once `tcaInit` built it. Its type is known here, so that calls
+/// through [`with_fabric`] reach it without a virtual call.
+static PROCESS: OnceLock<ShmFabric> = OnceLock::new();
 /// Serialises `tcaInit` of the process fabric.
 static INIT: Mutex<()> = Mutex::new(());
 static FACTORIES: Mutex<Vec<(String, Arc<FabricFactory>)>> = Mutex::new(Vec::new());
@@ -164,7 +165,7 @@ pub(crate) fn init(name: &str) -> Result<(), CErr> {
             say(format!("tcaInit: {e}"));
             CErr::Tca(e.error)
         })?;
-        let _ = PROCESS.set(Box::new(fabric));
+        let _ = PROCESS.set(fabric);
         return Ok(());
     }
     let Some(make) = factory(name) else {
@@ -196,9 +197,10 @@ pub(crate) fn chosen_name() -> String {
 /// # Errors
 /// [`TcaError::NotInitialized`] before `tcaInit` (and after `tcaFinalize` on a registered
 /// fabric).
+#[inline]
 pub(crate) fn with_fabric<T>(f: impl FnOnce(&dyn Fabric) -> Result<T, CErr>) -> Result<T, CErr> {
     if let Some(p) = PROCESS.get() {
-        return f(p.as_ref());
+        return f(p);
     }
     if let Some(rank) = actor_fabric() {
         return f(rank.as_ref());
@@ -212,7 +214,7 @@ pub(crate) fn with_fabric<T>(f: impl FnOnce(&dyn Fabric) -> Result<T, CErr>) -> 
 /// `tcaFinalize`: the fabric leaves the job; a thread's registered fabric is released.
 pub(crate) fn finalize() -> Result<(), CErr> {
     if let Some(p) = PROCESS.get() {
-        return Ok(p.finalize()?);
+        return Ok(Fabric::finalize(p)?);
     }
     if let Some(rank) = actor_fabric() {
         let me = tca_smpi::caller();

@@ -277,14 +277,17 @@ impl Fabric for ShmFabric {
         Ok(self.inner.set_pio_region(handle, offset, len)?)
     }
 
+    #[inline]
     fn send_pio(&self, region: &PioRegion, offset: u64, data: &[u8]) -> FabricResult<()> {
         Ok(self.inner.send_pio(region, offset, data)?)
     }
 
+    #[inline]
     fn send_pio_commit(&self) -> FabricResult<()> {
         Ok(self.inner.send_pio_commit()?)
     }
 
+    #[inline]
     fn wait_pio(&self, handle: &Handle, offset: u64, expected: &[u8], peer: Option<u16>) -> FabricResult<()> {
         Ok(self.inner.wait_pio(handle, offset, expected, peer)?)
     }

@@ -36,6 +36,7 @@ impl Inner {
     /// [`TcaError::NotInitialized`] after finalize; [`TcaError::SizeNotMultipleOf4`];
     /// [`TcaError::OutOfBounds`]; [`TcaError::InvalidNode`]; [`TcaError::InvalidHandle`] when
     /// the window's handle was destroyed or freed.
+    #[inline]
     pub(crate) fn send_pio(&self, r: &PioRegion, offset: u64, data: &[u8]) -> TcaResult<()> {
         self.check_live()?;
         let len = data.len() as u64;
@@ -56,7 +57,7 @@ impl Inner {
         let dst = seg.heap_ptr(segment::split(h.addr).1 + at, len).ok_or(TcaError::InvalidHandle)?;
         // SAFETY: dst..dst+len lies inside the destination's heap (checked above); data is a
         // separate slice of the caller.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        unsafe { store(data, dst) };
         if self.policy.oversubscribed {
             // The receiver does not spin: wake it if it sleeps. The fence orders the stores
             // before the look at its waiter count (it announces itself, then re-checks).
@@ -72,6 +73,7 @@ impl Inner {
     /// Orders every earlier PIO store before every later one: a store fence. x86-64 keeps
     /// ordinary stores in order (TSO), so the compiler fence is what matters there, and
     /// `sfence` also orders streaming stores; elsewhere a release fence.
+    #[inline]
     pub(crate) fn send_pio_commit(&self) -> TcaResult<()> {
         self.check_live()?;
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
@@ -95,6 +97,7 @@ impl Inner {
     /// [`TcaError::SizeNotMultipleOf4`]; [`TcaError::OutOfBounds`];
     /// [`TcaError::InvalidHandle`] for a handle not live on this rank; [`TcaError::PeerDead`];
     /// [`TcaError::Timeout`].
+    #[inline]
     pub(crate) fn wait_pio(&self, h: &Handle, offset: u64, expected: &[u8], peer: Option<u16>) -> TcaResult<()> {
         self.check_live()?;
         if peer.is_some_and(|p| p >= self.cfg.size) {
@@ -137,5 +140,20 @@ impl Inner {
             _ => Watch::Nobody,
         };
         self.wait(WaitFor { watch, cheap: true, engine_reports: false }, |_| Ok(arrived()))
+    }
+}
+
+/// Copies `data` to `dst` as the CPU would store it. A flag word or a short payload is one
+/// store, not a call of `memcpy` (a PIO ping-pong's latency is mostly such calls).
+///
+/// # Safety
+/// `dst..dst + data.len()` is writable and does not overlap `data`.
+#[inline(always)]
+unsafe fn store(data: &[u8], dst: *mut u8) {
+    let src = data.as_ptr();
+    match data.len() {
+        4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+        8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
+        len => std::ptr::copy_nonoverlapping(src, dst, len),
     }
 }
