@@ -62,6 +62,8 @@ fi
 grep -q "TCA_SPIN_US=30000000 is longer than TCA_TIMEOUT_MS=300" "$OUT/spin.out" ||
     { echo "no reason given:"; cat "$OUT/spin.out"; exit 1; }
 [ $(($(date +%s) - start)) -lt 20 ] || { echo "refusing the settings took too long"; exit 1; }
+# The cost of one PIO call (and that its payload lands).
+step $TCA run -n 1 "$OUT/call_cost" 1000
 step $TCA run -n 2 "$OUT/pingpong" pio 65536 0.02
 step $TCA run -n 2 "$OUT/pingpong" dma 65536 0.02
 step $TCA run -n 3 "$OUT/pingpong" dma-chain 65536 0.02
