@@ -1,5 +1,9 @@
 //! A link limited to 100 Mb/s by tbf carries 100 Mb/s (±10 %), and nothing is dropped: the
 //! sender offers a frame again while the qdisc's queue is full.
+//!
+//! Frames may arrive slightly out of order: the qdisc is drained both by the sending thread
+//! and by the softirq of tbf's timer, on either CPU, and veth hands each frame to the backlog of
+//! the CPU that drained it, so two neighbours can pass each other. Every frame must arrive once.
 
 mod common;
 
@@ -25,7 +29,7 @@ fn tbf_limits_the_link_rate() {
     let mut rx = run_in(&b, || FrameSocket::open(&pair.b.ifname, ring)).unwrap().unwrap();
     let (src, dst) = (tx.mac(), rx.mac());
 
-    let (n, bytes, span) = std::thread::scope(|s| {
+    let (n, bytes, span, passed) = std::thread::scope(|s| {
         s.spawn(move || {
             let mut frame = vec![0u8; LEN];
             for seq in 0..FRAMES {
@@ -38,6 +42,7 @@ fn tbf_limits_the_link_rate() {
         });
         let deadline = Instant::now() + Duration::from_secs(3);
         let (mut n, mut bytes, mut first, mut last) = (0u64, 0u64, None, None);
+        let (mut seen, mut passed) = (vec![false; FRAMES as usize], 0u64);
         while n < FRAMES && Instant::now() < deadline {
             let Some(slot) = rx.take() else {
                 rx.wait(Duration::from_millis(100)).unwrap();
@@ -45,9 +50,9 @@ fn tbf_limits_the_link_rate() {
             };
             let f = rx.frame(slot);
             let got = common::check(f, dst, src, 0, LEN).unwrap();
-            if got != n {
-                panic!("frame {got} where {n} was due ({} dropped by the full ring)", rx.stats().unwrap().drops);
-            }
+            assert!(got < FRAMES && !seen[got as usize], "frame {got} arrived twice");
+            seen[got as usize] = true;
+            passed += u64::from(got < n);
             // The reader wakes for every frame, so its clock marks arrivals. The rate is
             // measured from the first frame's arrival, so that frame's bytes are not part of it.
             let now = Instant::now();
@@ -64,12 +69,13 @@ fn tbf_limits_the_link_rate() {
             (Some(a), Some(b)) => b - a,
             _ => Duration::ZERO,
         };
-        (n, bytes, span)
+        (n, bytes, span, passed)
     });
-    assert_eq!(n, FRAMES, "frames lost under the rate limit");
+    let drops = rx.stats().unwrap().drops;
+    assert_eq!(n, FRAMES, "frames lost under the rate limit ({drops} dropped by the full ring)");
     let measured = bytes as f64 * 8.0 / span.as_secs_f64();
     eprintln!(
-        "tbf {} Mb/s: measured {:.2} Mb/s over {span:?} ({n} frames of {LEN} B)",
+        "tbf {} Mb/s: measured {:.2} Mb/s over {span:?} ({n} frames of {LEN} B, {passed} arrived after a later one)",
         RATE / 1_000_000,
         measured / 1e6
     );
