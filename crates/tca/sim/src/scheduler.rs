@@ -156,6 +156,8 @@ impl Scheduler {
             _ => unreachable!("checked just above"),
         };
         self.recount();
+        // The rank may run on another thread and reads what the model copied.
+        self.world.memory.publish();
         Some(answer)
     }
 
