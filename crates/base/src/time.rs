@@ -15,18 +15,22 @@ impl SimTime {
     pub const MAX: SimTime = SimTime(u64::MAX);
 
     /// `ps` picoseconds.
+    #[inline]
     pub const fn from_ps(ps: u64) -> Self {
         SimTime(ps)
     }
     /// `ns` nanoseconds; `ns` must not exceed `u64::MAX / 1000`.
+    #[inline]
     pub const fn from_ns(ns: u64) -> Self {
         SimTime(ns * 1_000)
     }
     /// `us` microseconds; `us` must not exceed `u64::MAX / 1_000_000`.
+    #[inline]
     pub const fn from_us(us: u64) -> Self {
         SimTime(us * 1_000_000)
     }
     /// The time in picoseconds.
+    #[inline]
     pub const fn as_ps(self) -> u64 {
         self.0
     }
@@ -44,10 +48,12 @@ impl SimTime {
         SimTime(ps as u64)
     }
     /// `self - other`, or zero if `other` is later.
+    #[inline]
     pub fn saturating_sub(self, other: SimTime) -> SimTime {
         SimTime(self.0.saturating_sub(other.0))
     }
     /// The later of the two.
+    #[inline]
     pub fn max(self, other: SimTime) -> SimTime {
         if self >= other {
             self
@@ -59,12 +65,14 @@ impl SimTime {
 
 impl Add for SimTime {
     type Output = SimTime;
+    #[inline]
     fn add(self, rhs: SimTime) -> SimTime {
         SimTime(self.0.checked_add(rhs.0).expect("simulated time overflow"))
     }
 }
 
 impl AddAssign for SimTime {
+    #[inline]
     fn add_assign(&mut self, rhs: SimTime) {
         *self = *self + rhs;
     }
@@ -72,6 +80,7 @@ impl AddAssign for SimTime {
 
 impl Sub for SimTime {
     type Output = SimTime;
+    #[inline]
     fn sub(self, rhs: SimTime) -> SimTime {
         SimTime(self.0.checked_sub(rhs.0).expect("negative simulated duration"))
     }

@@ -31,6 +31,7 @@ impl Generation {
     ///
     /// Gen2: STP 1 + sequence number 2 + LCRC 4 + END 1 (seed 000 §4.1.1).
     /// Gen3: the 4-byte STP token carries the sequence number; LCRC 4; no END symbol.
+    #[inline]
     pub fn framing_bytes(self) -> u64 {
         match self {
             Generation::Gen2 => 1 + 2 + 4 + 1,
@@ -53,6 +54,7 @@ pub enum TlpKind {
 impl TlpKind {
     /// Transaction-layer header bytes. Requests to 64-bit addresses use the 4-DW header;
     /// completions use 3 DW.
+    #[inline]
     pub fn header_bytes(self, address: u64) -> u64 {
         match self {
             TlpKind::Completion => 12,
@@ -111,6 +113,7 @@ impl LinkSpec {
     }
 
     /// Bytes a TLP occupies on the wire.
+    #[inline]
     pub fn wire_bytes(&self, kind: TlpKind, address: u64, payload: u64) -> u64 {
         payload + kind.header_bytes(address) + self.generation.framing_bytes()
     }
@@ -221,6 +224,7 @@ impl Server {
     }
 
     /// Takes `bytes` arriving at `now` and queues them behind earlier items.
+    #[inline]
     pub fn transmit(&mut self, now: SimTime, bytes: u64) -> Transmission {
         let start = now.max(self.free_at);
         let (num, den) = self.ps_per_byte;

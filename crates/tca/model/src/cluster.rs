@@ -394,6 +394,8 @@ pub(crate) struct ClusterModel {
     pub(crate) hops: Vec<Hop>,
     pub(crate) outputs: Vec<(SimTime, Output)>,
     pub(crate) pio_chunk: u64,
+    /// `forward_cycles` of the chip as time, computed once (a 128-bit division).
+    pub(crate) forward: SimTime,
 }
 
 impl ClusterModel {
@@ -427,6 +429,7 @@ impl ClusterModel {
             hops,
             outputs: Vec::new(),
             pio_chunk: p.host.pio_write_combining,
+            forward: p.peach2.cycles(p.peach2.forward_cycles),
         }
     }
 

@@ -276,7 +276,7 @@ impl ClusterModel {
             match item.work {
                 Work::Write { .. } if item.stage != Stage::Finished => return,
                 Work::Status { id, dst } => {
-                    let forward = self.peach.cycles(self.peach.forward_cycles);
+                    let forward = self.forward;
                     self.emit_write(ctx, forward, node, dst, 4, Purpose::Status { channel, id, needed: 0 });
                 }
                 Work::Done { id } => {
@@ -333,7 +333,7 @@ impl ClusterModel {
         last: bool,
     ) {
         let mps = self.host_link.max_payload;
-        let forward = self.peach.cycles(self.peach.forward_cycles);
+        let forward = self.forward;
         let ch = self.channel(node, channel);
         let req = &mut ch.requests[r];
         let (seq, dst, src) = (req.seq, req.dst + req.received, req.src + req.received);

@@ -216,7 +216,7 @@ impl ClusterModel {
         match fifo {
             // Entering a chip toward a cable port, which it reaches after crossing the chip.
             Fifo::Cross(_) => {
-                let forward = self.peach.cycles(self.peach.forward_cycles);
+                let forward = self.forward;
                 self.advance_from(ctx, t, ctx.now() + forward);
             }
             Fifo::MemoryWrite(_) => self.visible(ctx.now(), t),
@@ -291,7 +291,7 @@ impl ClusterModel {
                     t.forwarded = true;
                     let Dest::Chip(chip) = t.dest else { unreachable!("relayed at a chip") };
                     if self.route_at_chip(chip, &mut t) {
-                        let at = tx.out + self.peach.cycles(self.peach.forward_cycles);
+                        let at = tx.out + self.forward;
                         self.hops[hop_index].relaying.push(ctx, at, t);
                     } else {
                         self.hops[hop_index].crossing.push(ctx, tx.out, t);
