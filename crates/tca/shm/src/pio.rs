@@ -58,6 +58,11 @@ impl Inner {
         // SAFETY: dst..dst+len lies inside the destination's heap (checked above); data is a
         // separate slice of the caller.
         unsafe { store(data, dst) };
+        if data.len() >= STREAMED_FROM {
+            // memcpy may have made this copy with streaming stores, which x86-64 does not keep
+            // in order with later stores: fence them now, so that a commit needs no fence.
+            store_fence();
+        }
         if self.policy.oversubscribed {
             // The receiver does not spin: wake it if it sleeps. The fence orders the stores
             // before the look at its waiter count (it announces itself, then re-checks).
@@ -70,18 +75,14 @@ impl Inner {
         Ok(())
     }
 
-    /// Orders every earlier PIO store before every later one: a store fence. x86-64 keeps
-    /// ordinary stores in order (TSO), so the compiler fence is what matters there, and
-    /// `sfence` also orders streaming stores; elsewhere a release fence.
+    /// Orders every earlier PIO store before every later one. x86-64 keeps ordinary stores
+    /// (and the stores of a string instruction, as a whole) in order (TSO), and a store that
+    /// may have streamed was fenced in [`Inner::send_pio`]: the compiler fence is what is left
+    /// to do. Elsewhere a release fence.
     #[inline]
     pub(crate) fn send_pio_commit(&self) -> TcaResult<()> {
         self.check_live()?;
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: sfence has no preconditions.
-        unsafe {
-            std::arch::x86_64::_mm_sfence()
-        };
         #[cfg(not(target_arch = "x86_64"))]
         std::sync::atomic::fence(Ordering::Release);
         Ok(())
@@ -141,6 +142,20 @@ impl Inner {
         };
         self.wait(WaitFor { watch, cheap: true, engine_reports: false }, |_| Ok(arrived()))
     }
+}
+
+/// The smallest copy glibc's memcpy may make with streaming stores: its non-temporal threshold
+/// (tunable `glibc.cpu.x86_non_temporal_threshold`) is at least 0x4040 bytes.
+const STREAMED_FROM: usize = 0x4040;
+
+/// Orders this thread's streaming stores before its later stores.
+#[inline]
+fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: sfence has no preconditions.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
 }
 
 /// Copies `data` to `dst` as the CPU would store it. A flag word or a short payload is one
