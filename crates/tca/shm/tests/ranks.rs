@@ -4,8 +4,14 @@
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::RwLock;
 
 static RUN: AtomicU32 = AtomicU32::new(0);
+
+/// The shared-copy scenario checks that a spinning receiver copies shares of large writes, which
+/// it does only while it has a CPU when the writer offers them: it runs alone, the other
+/// scenarios of this file side by side.
+static ALONE: RwLock<()> = RwLock::new(());
 
 struct Outcome {
     codes: Vec<Option<i32>>,
@@ -18,6 +24,9 @@ fn run(scenario: &str, n: u16, extra: &[(&str, &str)]) -> Outcome {
 
 /// Runs `n` ranks of `scenario`, each restricted to `cpus` when given.
 fn run_on(scenario: &str, n: u16, extra: &[(&str, &str)], cpus: Option<&[usize]>) -> Outcome {
+    let alone = scenario == "shared-copy";
+    let _alone = alone.then(|| ALONE.write().unwrap_or_else(|e| e.into_inner()));
+    let _beside = (!alone).then(|| ALONE.read().unwrap_or_else(|e| e.into_inner()));
     let job = format!("test{}-{}", std::process::id(), RUN.fetch_add(1, Ordering::Relaxed));
     let children: Vec<_> = (0..n)
         .map(|r| {

@@ -610,6 +610,9 @@ fn shared_copy(f: &ShmFabric) -> Check {
                 ok("desc_set", f.desc_set(0, &d))?;
                 for turn in [me == 0, me == 1] {
                     if turn {
+                        // Let the receiver reach its wait (it spins 1 ms there): a write started
+                        // before it waits is not shared, and the ranks leave the barrier together.
+                        std::thread::sleep(std::time::Duration::from_micros(200));
                         ok("start", f.start_dma(0))?;
                         ok("wait channel", f.wait_dmac(0))?;
                     } else {
