@@ -156,7 +156,7 @@ pub struct ProxyDone {
 }
 
 /// What the fabric must do, in the order returned by [`Engine::poll_action`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// The CPU stores to `channel`'s start register (`tcaStartDMADesc`, or a driver serving a
     /// proxy read). Timing only; nothing to report back.
@@ -182,8 +182,9 @@ pub enum Action {
     RegisterProxy {
         /// Node holding the source.
         node: u16,
-        /// The request.
-        request: ProxyRequest,
+        /// The request (boxed: a proxy read is rare, and it would make every action as large
+        /// as a request, 112 bytes instead of 56).
+        request: Box<ProxyRequest>,
     },
     /// Raise `node`'s interrupt: `node`'s [`Engine::handle_interrupt`].
     Interrupt {

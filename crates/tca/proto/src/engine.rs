@@ -241,24 +241,58 @@ impl Engine {
     /// while a run is in progress; [`TcaError::InvalidHandle`] when a local handle of the chain
     /// was destroyed since; [`TcaError::PeerDead`] when the chain involves a dead node.
     pub fn handle_start(&mut self, channel: u8) -> TcaResult<()> {
-        let ch = self.channel(channel)?;
-        let chain = ch.chain.as_ref().ok_or(TcaError::ChannelNotSet)?;
-        if ch.state == ChannelState::Running {
-            return Err(TcaError::ChannelBusy);
-        }
-        self.check_entries(chain.entries())?;
-        if chain.entries().iter().any(|e| self.is_dead(e.dst_node()) || self.is_dead(e.src_node())) {
-            return Err(TcaError::PeerDead);
-        }
-        let ch = &mut self.channels[channel as usize];
-        ch.generation = ch.generation.wrapping_add(1);
-        ch.state = ChannelState::Running;
-        ch.next = 0;
-        ch.finished = 0;
-        ch.pending.iter_mut().for_each(|p| *p = 0);
+        self.begin_run(channel)?;
         self.actions.push_back(Action::Kick { channel });
         self.issue(channel);
         Ok(())
+    }
+
+    /// [`Engine::handle_start`] for a fabric that posts a write as it takes it (a memory
+    /// fabric's caller). When the chain is one write from this node with at most a
+    /// notification to another node, in register mode or from PEACH2 internal memory, and no
+    /// action waits before it, the run is taken whole and is over when this returns: the
+    /// fabric posts the write, then delivers the notification. That is what the actions
+    /// would have asked of it (`Kick`, `Descriptor`, `Write`; the write reported done; then
+    /// `Notify`, `ChannelDone`), without the queue. Any other run starts as by
+    /// `handle_start` and `None` is returned.
+    ///
+    /// # Errors
+    /// As [`Engine::handle_start`].
+    pub fn start_posted(&mut self, channel: u8) -> TcaResult<Option<PostedRun>> {
+        let entry = match self.channel(channel)?.chain.as_ref() {
+            Some(chain) if self.actions.is_empty() => posted_entry(chain, self.node),
+            _ => None,
+        };
+        let Some(e) = entry else {
+            return self.handle_start(channel).map(|()| None);
+        };
+        self.begin_run(channel)?;
+        let ch = &mut self.channels[channel as usize];
+        ch.next = 1;
+        ch.finished = 1;
+        ch.state = ChannelState::Done;
+        let token = Token { node: self.node, owner: Owner::Channel(channel), generation: ch.generation, entry: 0 };
+        let d = &e.descriptor;
+        let write = Write {
+            token,
+            channel,
+            dst_node: e.dst.node,
+            dst_addr: d.dst,
+            dst_mem: e.dst.mem,
+            src_node: e.src.node,
+            src_addr: d.src,
+            src_mem: e.src.mem,
+            len: u64::from(d.length),
+        };
+        let notify = e.flags.contains(DmaFlags::NOTIFY).then(|| Notify {
+            channel,
+            dst_node: e.dst_node(),
+            src_node: self.node,
+            slot: e.slot,
+            tag: e.tag,
+            internal: e.flags.contains(DmaFlags::USE_NOTIFY_INTERNAL),
+        });
+        Ok(Some(PostedRun { write, notify }))
     }
 
     /// Whether `channel`'s run is over (`tcaWaitDMAC`): `Ready` when done or never started.
@@ -500,6 +534,26 @@ impl Engine {
 
     // ---- internals ----
 
+    /// The checks of a kick, then the channel's run state reset for a new run.
+    fn begin_run(&mut self, channel: u8) -> TcaResult<()> {
+        let ch = self.channel(channel)?;
+        let chain = ch.chain.as_ref().ok_or(TcaError::ChannelNotSet)?;
+        if ch.state == ChannelState::Running {
+            return Err(TcaError::ChannelBusy);
+        }
+        self.check_entries(chain.entries())?;
+        if chain.entries().iter().any(|e| self.is_dead(e.dst_node()) || self.is_dead(e.src_node())) {
+            return Err(TcaError::PeerDead);
+        }
+        let ch = &mut self.channels[channel as usize];
+        ch.generation = ch.generation.wrapping_add(1);
+        ch.state = ChannelState::Running;
+        ch.next = 0;
+        ch.finished = 0;
+        ch.pending.iter_mut().for_each(|p| *p = 0);
+        Ok(())
+    }
+
     fn channel(&self, channel: u8) -> TcaResult<&Channel> {
         self.channels.get(channel as usize).ok_or(TcaError::InvalidChannel)
     }
@@ -567,7 +621,7 @@ impl Engine {
             } else {
                 let request =
                     ProxyRequest { requester: self.node, token, descriptor: e.descriptor, src: e.src, dst: e.dst };
-                self.actions.push_back(Action::RegisterProxy { node: e.src_node(), request });
+                self.actions.push_back(Action::RegisterProxy { node: e.src_node(), request: Box::new(request) });
                 self.actions.push_back(Action::Interrupt { node: e.src_node() });
                 1
             };
@@ -643,6 +697,29 @@ impl Engine {
         ch.state = ChannelState::Failed(error);
         self.actions.push_back(Action::ChannelFailed { channel, error });
     }
+}
+
+/// A run [`Engine::start_posted`] took whole: post `write`, then deliver `notify`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostedRun {
+    /// The chain's one write, done for the engine.
+    pub write: Write,
+    /// The notification to the write's destination (another node), if the entry asks for one.
+    pub notify: Option<Notify>,
+}
+
+/// The entry of `chain` when the chain is one write from `node` that needs nothing of the
+/// fabric but the write and at most a notification to another node: one entry, one burst,
+/// its descriptor in registers or PEACH2 internal memory (not fetched from host memory), no
+/// notification to `node` itself.
+fn posted_entry(chain: &Desc, node: u16) -> Option<DescEntry> {
+    let [e] = chain.entries() else {
+        return None;
+    };
+    let from_registers = chain.mode() == DmaMode::Register || e.flags.contains(DmaFlags::USE_INTERNAL);
+    let to_self =
+        e.flags.contains(DmaFlags::NOTIFY_SELF) || (e.flags.contains(DmaFlags::NOTIFY) && e.dst_node() == node);
+    (e.src_node() == node && e.descriptor.count == 1 && from_registers && !to_self).then_some(*e)
 }
 
 fn check_slot(slot: u32) -> TcaResult<u16> {

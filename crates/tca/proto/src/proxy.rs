@@ -116,7 +116,7 @@ mod tests {
         e.handle_start(0).unwrap();
         while let Some(a) = e.poll_action() {
             if let Action::RegisterProxy { request, .. } = a {
-                return request;
+                return *request;
             }
         }
         panic!("no proxy request emitted");

@@ -237,7 +237,7 @@ fn remote_read_by_proxy_write() {
 
     let a0 = c.actions_of(0);
     assert_eq!(a0[0], Action::Kick { channel: 0 });
-    assert!(matches!(a0[1], Action::RegisterProxy { node: 1, request } if request.requester == 0));
+    assert!(matches!(&a0[1], Action::RegisterProxy { node: 1, request } if request.requester == 0));
     assert_eq!(a0[2], Action::Interrupt { node: 1 });
     assert_eq!(
         a0[3],
@@ -277,7 +277,7 @@ fn proxy_read_of_a_destroyed_or_forged_handle_fails_the_channel() {
     c.drive();
     assert_eq!(c.actions_of(0).last(), Some(&Action::ChannelFailed { channel: 0, error: TcaError::InvalidHandle }));
     assert_eq!(c.engines[0].wait_dma_channel(0), Err(TcaError::InvalidHandle));
-    assert!(writes(&c.log.iter().map(|x| x.1).collect::<Vec<_>>()).is_empty(), "no byte moved");
+    assert!(writes(&c.log.iter().map(|x| x.1.clone()).collect::<Vec<_>>()).is_empty(), "no byte moved");
 
     // A copy of a live handle with its size enlarged is not that handle.
     let small = c.handle(1, 0, 64);
@@ -385,4 +385,81 @@ fn use_internal_marks_the_descriptor_fetch() {
     assert!(e.chain(0).unwrap().unwrap().entries()[0].flags.contains(DmaFlags::PIPELINE));
     e.handle_write_done(writes(&a)[0].token).unwrap();
     assert_eq!(drain(&mut e), vec![Action::ChannelDone { channel: 0 }]);
+}
+
+/// `start_posted` takes a run of one write whole, and gives exactly what `handle_start`, the
+/// write's report and the polls give: the same write and notification, the channel done, the
+/// next run's token of the next generation. Any other run starts as by `handle_start`.
+#[test]
+fn a_posted_run_is_the_general_run_without_the_queue() {
+    let engines = || {
+        let mut e = Engine::new(0, 2).unwrap();
+        let src = e.create_handle(0x1000, 4096, MemoryType::Cpu).unwrap();
+        (e, src)
+    };
+    let dst = remote(1, 0x2000, 4096);
+    let internal = DmaFlags::NOTIFY | DmaFlags::USE_NOTIFY_INTERNAL;
+    for (flags, mode) in [
+        (DmaFlags::NOTIFY, DmaMode::Register),
+        (DmaFlags::NONE, DmaMode::Register),
+        (internal, DmaMode::Register),
+        (DmaFlags::NOTIFY | DmaFlags::USE_INTERNAL, DmaMode::Chaining),
+    ] {
+        let (mut general, src) = engines();
+        let (mut posted, _) = engines();
+        let mut d = Desc::new();
+        d.set_memcpy(&dst, 64, &src, 128, 256, flags, 3, 9).unwrap();
+        d.set_mode(Some(mode)).unwrap();
+        general.set_chain(2, &d).unwrap();
+        posted.set_chain(2, &d).unwrap();
+        for _ in 0..2 {
+            general.handle_start(2).unwrap();
+            let w = writes(&drain(&mut general));
+            general.handle_write_done(w[0].token).unwrap();
+            let answer = drain(&mut general);
+            let run = posted.start_posted(2).unwrap().expect("one write from this node is taken whole");
+            assert_eq!(run.write, w[0], "{flags:?} {mode:?}");
+            let notify: Vec<_> =
+                answer.iter().filter_map(|a| if let Action::Notify(n) = a { Some(*n) } else { None }).collect();
+            assert_eq!(run.notify.into_iter().collect::<Vec<_>>(), notify);
+            assert_eq!(answer.last(), Some(&Action::ChannelDone { channel: 2 }));
+            assert_eq!(posted.poll_action(), None, "nothing queued");
+            assert_eq!(posted.channel_state(2), Ok(ChannelState::Done));
+            assert_eq!(posted.wait_dma_channel(2), Ok(WaitStatus::Ready));
+            // The write's report after the run ended is a straggler, as on the general path.
+            assert_eq!(posted.handle_write_done(run.write.token), Ok(()));
+        }
+    }
+
+    // Runs that need more of the fabric start the general way.
+    // (destination, None for this node's second buffer; source, None for this node's first)
+    let declined = [
+        (Some(dst), None, DmaFlags::NOTIFY_SELF, DmaMode::Register, 1),
+        (None, None, DmaFlags::NOTIFY, DmaMode::Register, 1),
+        (Some(dst), None, DmaFlags::NOTIFY, DmaMode::Chaining, 1),
+        (Some(dst), None, DmaFlags::NOTIFY, DmaMode::Register, 2),
+        (None, Some(remote(1, 0, 4096)), DmaFlags::NOTIFY, DmaMode::Register, 1),
+    ];
+    for (to, from, flags, mode, count) in declined {
+        let (mut e, src) = engines();
+        let own = e.create_handle(0x8000, 4096, MemoryType::Cpu).unwrap();
+        let (to, from) = (to.unwrap_or(own), from.unwrap_or(src));
+        let mut d = Desc::new();
+        d.set_memcpy_2d(&to, 0, 512, &from, 0, 512, 256, count, flags, 0, 1).unwrap();
+        d.set_mode(Some(mode)).unwrap();
+        e.set_chain(0, &d).unwrap();
+        assert_eq!(e.start_posted(0), Ok(None), "{flags:?} {mode:?} {count}");
+        assert_eq!(drain(&mut e)[0], Action::Kick { channel: 0 });
+        assert_eq!(e.channel_state(0), Ok(ChannelState::Running));
+        assert_eq!(e.start_posted(0), Err(TcaError::ChannelBusy));
+    }
+
+    // An action already queued goes first: the run is not taken past it.
+    let (mut e, src) = engines();
+    let mut d = Desc::new();
+    d.set_memcpy(&dst, 0, &src, 0, 64, DmaFlags::NOTIFY, 0, 1).unwrap();
+    e.set_chain(0, &d).unwrap();
+    e.set_chain(1, &d).unwrap();
+    e.handle_start(1).unwrap();
+    assert_eq!(e.start_posted(0), Ok(None));
 }

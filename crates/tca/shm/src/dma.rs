@@ -141,6 +141,16 @@ impl Inner {
     /// The kick itself, after checking that every handle of the chain is still live: an owner
     /// may have destroyed or freed one since `tcaDescSet`.
     pub(crate) fn kick(&self, e: &mut Engine, channel: u8) -> TcaResult<()> {
+        self.kick_with(e, channel, Engine::handle_start)
+    }
+
+    /// [`Inner::kick`] by `start` ([`Engine::handle_start`] or [`Engine::start_posted`]).
+    pub(crate) fn kick_with<T>(
+        &self,
+        e: &mut Engine,
+        channel: u8,
+        start: impl FnOnce(&mut Engine, u8) -> TcaResult<T>,
+    ) -> TcaResult<T> {
         if self.carrying.get(channel as usize).is_some_and(|m| m.load(Ordering::Acquire)) {
             return Err(TcaError::ChannelBusy);
         }
@@ -149,10 +159,10 @@ impl Inner {
                 self.check_still_live(h)?;
             }
         }
-        e.handle_start(channel)?;
+        let started = start(e, channel)?;
         let kicks = &self.kicks[channel as usize];
         kicks.store(kicks.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
-        Ok(())
+        Ok(started)
     }
 
     /// A handle that passed [`Inner::desc_set`]'s checks is still live in its owner's table.

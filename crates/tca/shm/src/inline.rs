@@ -9,8 +9,11 @@
 //! more such waits after it. Here everything that needs a lock is done before the copy, in
 //! the same hold of the engine lock as the kick: the write is reported done at once, the
 //! engine's answer (the notification, the end of the run) taken, the channel marked as carried
-//! ([`Inner::carrying`]), the producer lock of the destination's ring taken. Then the payload
-//! and the notification are plain stores, the notification a release store after the data,
+//! ([`Inner::carrying`]), the producer lock of the destination's ring taken. A run of one
+//! write with at most a notification to another rank is taken whole by the protocol core
+//! ([`Engine::start_posted`]: none of its actions goes through the engine's queue); the first
+//! entry of a longer chain, or a run that also notifies this rank, is taken from the queue
+//! ([`Inner::take_alone`]). Then the payload and the notification are plain stores, the notification a release store after the data,
 //! and nothing after them is a read-modify-write: the mark and the producer lock are given
 //! back with plain stores.
 //!
@@ -24,7 +27,7 @@
 use crate::fabric::{lock, Inner};
 use crate::segment::Segment;
 use std::sync::atomic::{fence, Ordering};
-use tca_proto::{Action, DescriptorSource, Engine, TcaResult, Write};
+use tca_proto::{Action, DescriptorSource, Engine, PostedRun, TcaResult, Write};
 
 /// A run taken whole under the engine lock, to carry out with plain stores.
 struct Alone {
@@ -45,10 +48,21 @@ impl Inner {
         self.with_caller_work(|work| {
             let (r, alone) = {
                 let mut e = lock(&self.engine);
-                let r = self.kick(&mut e, channel);
-                self.take_actions(&mut e, work);
-                let alone = if r.is_ok() { self.take_alone(&mut e, channel, &mut work.batch) } else { None };
-                (r, alone)
+                self.take_inputs(&mut e, work);
+                let r = self.kick_with(&mut e, channel, Engine::start_posted);
+                let posted = r.as_ref().ok().copied().flatten();
+                let alone = match posted {
+                    Some(run) => Some(self.take_posted(channel, run)),
+                    None => {
+                        self.take_polled(&mut e, work);
+                        if r.is_ok() {
+                            self.take_alone(&mut e, channel, &mut work.batch)
+                        } else {
+                            None
+                        }
+                    }
+                };
+                (r.map(|_| ()), alone)
             };
             if let Some(a) = alone {
                 self.send_refusals(work);
@@ -58,6 +72,14 @@ impl Inner {
             self.carry_taken(work);
             r
         })
+    }
+
+    /// The run [`Engine::start_posted`] took whole, marked as carried.
+    fn take_posted(&self, channel: u8, run: PostedRun) -> Alone {
+        self.carrying[channel as usize].store(true, Ordering::Relaxed);
+        let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
+        let notify = run.notify.map(|n| (n.dst_node, n.slot, n.tag));
+        Alone { channel, kick, write: run.write, done: true, notify }
     }
 
     /// When `batch` (just taken after the kick of `channel`) is one write from this rank plus

@@ -113,7 +113,7 @@ impl World {
                 // The requester's driver stores the request (one descriptor) into the table.
                 let dst = base(self, to) + PROXY_TABLE;
                 let len = self.platform.peach2.descriptor_bytes;
-                let id = self.pending.insert(Pending::ProxyRequest { node: to, request });
+                let id = self.pending.insert(Pending::ProxyRequest { node: to, request: *request });
                 self.pio(n, dst, len, id)
             }
             Action::Interrupt { node: to } => {

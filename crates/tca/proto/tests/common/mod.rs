@@ -58,7 +58,7 @@ impl Cluster {
             for n in 0..self.engines.len() {
                 while let Some(a) = self.engines[n].poll_action() {
                     progressed = true;
-                    self.log.push((n as u16, a));
+                    self.log.push((n as u16, a.clone()));
                     self.carry_out(n as u16, a);
                 }
             }
@@ -95,7 +95,7 @@ impl Cluster {
                 self.engines[n.dst_node as usize].handle_notify_arrived(n.src_node, n.slot, n.tag).unwrap()
             }
             Action::RegisterProxy { node, request } => {
-                self.engines[node as usize].handle_proxy_request(request).unwrap()
+                self.engines[node as usize].handle_proxy_request(*request).unwrap()
             }
             Action::Interrupt { node } => self.engines[node as usize].handle_interrupt(),
             Action::ProxyDone { node, done } => self.engines[node as usize].handle_proxy_done(done).unwrap(),
@@ -108,6 +108,6 @@ impl Cluster {
 
     /// The actions emitted by `node`, in order.
     pub fn actions_of(&self, node: u16) -> Vec<Action> {
-        self.log.iter().filter(|(n, _)| *n == node).map(|(_, a)| *a).collect()
+        self.log.iter().filter(|(n, _)| *n == node).map(|(_, a)| a.clone()).collect()
     }
 }
