@@ -111,21 +111,6 @@ impl Inner {
     /// Reports the completions of the previous round, applies the messages that arrived from
     /// peers, then moves the engine's actions into `work.batch` (the engine lock held).
     pub(crate) fn take_actions(&self, e: &mut Engine, work: &mut Work) {
-        self.take_inputs(e, work);
-        self.take_polled(e, work);
-    }
-
-    /// The second half of [`Inner::take_actions`]: moves the engine's actions into
-    /// `work.batch`.
-    pub(crate) fn take_polled(&self, e: &mut Engine, work: &mut Work) {
-        while let Some(a) = e.poll_action() {
-            work.batch.push(a);
-        }
-    }
-
-    /// The first half of [`Inner::take_actions`]: reports the completions of the previous
-    /// round and applies the messages that arrived from peers.
-    pub(crate) fn take_inputs(&self, e: &mut Engine, work: &mut Work) {
         self.report(e, work);
         let own = self.own();
         for src in 0..self.cfg.size {
@@ -139,6 +124,9 @@ impl Inner {
                     self.apply_msg(e, m, &mut work.refusals);
                 }
             });
+        }
+        while let Some(a) = e.poll_action() {
+            work.batch.push(a);
         }
     }
 
@@ -229,7 +217,7 @@ impl Inner {
     }
 
     /// Reports a round's completions to the engine (the engine lock held).
-    fn report(&self, e: &mut Engine, work: &mut Work) {
+    pub(crate) fn report(&self, e: &mut Engine, work: &mut Work) {
         for t in work.done.drain(..) {
             let _ = e.handle_write_done(t);
         }

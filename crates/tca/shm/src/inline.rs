@@ -48,13 +48,16 @@ impl Inner {
         self.with_caller_work(|work| {
             let (r, alone) = {
                 let mut e = lock(&self.engine);
-                self.take_inputs(&mut e, work);
+                // The previous round's completions first, as they may end a run before it.
+                // Messages from peers wait for the next progress (their sender rang the
+                // engine thread).
+                self.report(&mut e, work);
                 let r = self.kick_with(&mut e, channel, Engine::start_posted);
                 let posted = r.as_ref().ok().copied().flatten();
                 let alone = match posted {
                     Some(run) => Some(self.take_posted(channel, run)),
                     None => {
-                        self.take_polled(&mut e, work);
+                        self.take_actions(&mut e, work);
                         if r.is_ok() {
                             self.take_alone(&mut e, channel, &mut work.batch)
                         } else {
