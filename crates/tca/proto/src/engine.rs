@@ -249,21 +249,21 @@ impl Engine {
 
     /// [`Engine::handle_start`] for a fabric that posts a write as it takes it (a memory
     /// fabric's caller). When the chain is one write from this node with at most a
-    /// notification to another node, in register mode or from PEACH2 internal memory, and no
-    /// action waits before it, the run is taken whole and is over when this returns: the
-    /// fabric posts the write, then delivers the notification. That is what the actions
-    /// would have asked of it (`Kick`, `Descriptor`, `Write`; the write reported done; then
-    /// `Notify`, `ChannelDone`), without the queue. Any other run starts as by
-    /// `handle_start` and `None` is returned.
+    /// notification to another node, and no action waits before it, the run is taken whole
+    /// and is over when this returns: the fabric takes the descriptor from where
+    /// [`PostedRun::source`] says, posts the write, then delivers the notification. That is
+    /// what the actions would have asked of it (`Kick`, `Descriptor`, `Write`; the write
+    /// reported done; then `Notify`, `ChannelDone`), without the queue. Any other run starts
+    /// as by `handle_start` and `None` is returned.
     ///
     /// # Errors
     /// As [`Engine::handle_start`].
     pub fn start_posted(&mut self, channel: u8) -> TcaResult<Option<PostedRun>> {
         let entry = match self.channel(channel)?.chain.as_ref() {
-            Some(chain) if self.actions.is_empty() => posted_entry(chain, self.node),
+            Some(chain) if self.actions.is_empty() => posted_entry(chain, self.node).map(|e| (e, chain.mode())),
             _ => None,
         };
-        let Some(e) = entry else {
+        let Some((e, chain_mode)) = entry else {
             return self.handle_start(channel).map(|()| None);
         };
         self.begin_run(channel)?;
@@ -292,7 +292,8 @@ impl Engine {
             tag: e.tag,
             internal: e.flags.contains(DmaFlags::USE_NOTIFY_INTERNAL),
         });
-        Ok(Some(PostedRun { write, notify }))
+        let source = descriptor_source(chain_mode, e.flags);
+        Ok(Some(PostedRun { source, write, notify }))
     }
 
     /// Whether `channel`'s run is over (`tcaWaitDMAC`): `Ready` when done or never started.
@@ -602,7 +603,7 @@ impl Engine {
                 return;
             }
             let e = entries[next];
-            let chaining = chain.mode() == DmaMode::Chaining;
+            let mode = chain.mode();
             let token = Token {
                 node: self.node,
                 owner: Owner::Channel(channel),
@@ -610,11 +611,7 @@ impl Engine {
                 entry: next as u32,
             };
             let pending = if e.src_node() == self.node {
-                let source = match (chaining, e.flags.contains(DmaFlags::USE_INTERNAL)) {
-                    (false, _) => DescriptorSource::Registers,
-                    (true, false) => DescriptorSource::HostMemory,
-                    (true, true) => DescriptorSource::InternalMemory,
-                };
+                let source = descriptor_source(mode, e.flags);
                 self.actions.push_back(Action::Descriptor { channel, entry: next as u32, source });
                 self.push_writes(channel, token, &e.descriptor, &e.dst, &e.src);
                 u32::from(e.descriptor.count)
@@ -699,9 +696,12 @@ impl Engine {
     }
 }
 
-/// A run [`Engine::start_posted`] took whole: post `write`, then deliver `notify`.
+/// A run [`Engine::start_posted`] took whole: take its descriptor, post `write`, then
+/// deliver `notify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PostedRun {
+    /// Where the controller takes the entry's descriptor from (as in [`Action::Descriptor`]).
+    pub source: DescriptorSource,
     /// The chain's one write, done for the engine.
     pub write: Write,
     /// The notification to the write's destination (another node), if the entry asks for one.
@@ -709,17 +709,25 @@ pub struct PostedRun {
 }
 
 /// The entry of `chain` when the chain is one write from `node` that needs nothing of the
-/// fabric but the write and at most a notification to another node: one entry, one burst,
-/// its descriptor in registers or PEACH2 internal memory (not fetched from host memory), no
-/// notification to `node` itself.
+/// fabric but its descriptor, the write and at most a notification to another node: one
+/// entry, one burst, no notification to `node` itself.
 fn posted_entry(chain: &Desc, node: u16) -> Option<DescEntry> {
     let [e] = chain.entries() else {
         return None;
     };
-    let from_registers = chain.mode() == DmaMode::Register || e.flags.contains(DmaFlags::USE_INTERNAL);
     let to_self =
         e.flags.contains(DmaFlags::NOTIFY_SELF) || (e.flags.contains(DmaFlags::NOTIFY) && e.dst_node() == node);
-    (e.src_node() == node && e.descriptor.count == 1 && from_registers && !to_self).then_some(*e)
+    (e.src_node() == node && e.descriptor.count == 1 && !to_self).then_some(*e)
+}
+
+/// Where the controller takes an entry's descriptor from (seed 000 §3.5.2): its registers in
+/// register mode; in chaining mode host memory, or PEACH2 internal memory with `USE_INTERNAL`.
+fn descriptor_source(mode: DmaMode, flags: DmaFlags) -> DescriptorSource {
+    match (mode, flags.contains(DmaFlags::USE_INTERNAL)) {
+        (DmaMode::Register, _) => DescriptorSource::Registers,
+        (DmaMode::Chaining, false) => DescriptorSource::HostMemory,
+        (DmaMode::Chaining, true) => DescriptorSource::InternalMemory,
+    }
 }
 
 fn check_slot(slot: u32) -> TcaResult<u16> {

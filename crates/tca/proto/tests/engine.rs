@@ -388,8 +388,8 @@ fn use_internal_marks_the_descriptor_fetch() {
 }
 
 /// `start_posted` takes a run of one write whole, and gives exactly what `handle_start`, the
-/// write's report and the polls give: the same write and notification, the channel done, the
-/// next run's token of the next generation. Any other run starts as by `handle_start`.
+/// write's report and the polls give: the same descriptor source, write and notification, the
+/// channel done, the next run's token of the next generation. Any other run starts as by `handle_start`.
 #[test]
 fn a_posted_run_is_the_general_run_without_the_queue() {
     let engines = || {
@@ -404,6 +404,7 @@ fn a_posted_run_is_the_general_run_without_the_queue() {
         (DmaFlags::NONE, DmaMode::Register),
         (internal, DmaMode::Register),
         (DmaFlags::NOTIFY | DmaFlags::USE_INTERNAL, DmaMode::Chaining),
+        (DmaFlags::NOTIFY, DmaMode::Chaining),
     ] {
         let (mut general, src) = engines();
         let (mut posted, _) = engines();
@@ -414,11 +415,13 @@ fn a_posted_run_is_the_general_run_without_the_queue() {
         posted.set_chain(2, &d).unwrap();
         for _ in 0..2 {
             general.handle_start(2).unwrap();
-            let w = writes(&drain(&mut general));
+            let started = drain(&mut general);
+            let w = writes(&started);
             general.handle_write_done(w[0].token).unwrap();
             let answer = drain(&mut general);
             let run = posted.start_posted(2).unwrap().expect("one write from this node is taken whole");
             assert_eq!(run.write, w[0], "{flags:?} {mode:?}");
+            assert_eq!(started[1], Action::Descriptor { channel: 2, entry: 0, source: run.source });
             let notify: Vec<_> =
                 answer.iter().filter_map(|a| if let Action::Notify(n) = a { Some(*n) } else { None }).collect();
             assert_eq!(run.notify.into_iter().collect::<Vec<_>>(), notify);
@@ -436,7 +439,6 @@ fn a_posted_run_is_the_general_run_without_the_queue() {
     let declined = [
         (Some(dst), None, DmaFlags::NOTIFY_SELF, DmaMode::Register, 1),
         (None, None, DmaFlags::NOTIFY, DmaMode::Register, 1),
-        (Some(dst), None, DmaFlags::NOTIFY, DmaMode::Chaining, 1),
         (Some(dst), None, DmaFlags::NOTIFY, DmaMode::Register, 2),
         (None, Some(remote(1, 0, 4096)), DmaFlags::NOTIFY, DmaMode::Register, 1),
     ];

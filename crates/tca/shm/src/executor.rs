@@ -188,7 +188,7 @@ impl Inner {
 
     /// The controller reads the 32-byte descriptor of `entry` from the channel's table in
     /// memory (chaining mode).
-    fn fetch_descriptor(&self, channel: u8, entry: u32) {
+    pub(crate) fn fetch_descriptor(&self, channel: u8, entry: u32) {
         let Some((off, n)) = lock(&self.tables)[channel as usize % CHANNELS] else {
             return;
         };

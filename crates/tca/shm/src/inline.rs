@@ -1,5 +1,5 @@
 //! The caller's fast path for a DMA run it carries out alone: one write from this rank's
-//! memory and at most one notification to another rank (a register-mode chain of one entry).
+//! memory and at most one notification to another rank (a chain of one entry).
 //!
 //! On x86 a locked instruction (a mutex's take or release, an atomic counter, a fence) waits
 //! until every earlier store of the thread is visible; after stores into a peer's segment that
@@ -9,13 +9,14 @@
 //! more such waits after it. Here everything that needs a lock is done before the copy, in
 //! the same hold of the engine lock as the kick: the write is reported done at once, the
 //! engine's answer (the notification, the end of the run) taken, the channel marked as carried
-//! ([`Inner::carrying`]), the producer lock of the destination's ring taken. A run of one
-//! write with at most a notification to another rank is taken whole by the protocol core
+//! ([`Inner::carrying`]); then, still before the copy, the descriptor is read from its table
+//! in chaining mode and the producer lock of the destination's ring taken. A run of one write
+//! with at most a notification to another rank is taken whole by the protocol core
 //! ([`Engine::start_posted`]: none of its actions goes through the engine's queue); the first
 //! entry of a longer chain, or a run that also notifies this rank, is taken from the queue
-//! ([`Inner::take_alone`]). Then the payload and the notification are plain stores, the notification a release store after the data,
-//! and nothing after them is a read-modify-write: the mark and the producer lock are given
-//! back with plain stores.
+//! ([`Inner::take_alone`]). Then the payload and the notification are plain stores, the
+//! notification a release store after the data, and nothing after them is a read-modify-write:
+//! the mark and the producer lock are given back with plain stores.
 //!
 //! What the engine cannot know, the mark covers: a `tcaWaitDMAC` of another thread that finds
 //! the run done waits for the mark to clear, and a kick or `tcaDescSet` of the channel is
@@ -34,6 +35,8 @@ struct Alone {
     channel: u8,
     /// The kick of the run ([`Inner::kicks`]).
     kick: u32,
+    /// The descriptor is read from the channel's table in host memory first (chaining mode).
+    fetch: bool,
     write: Write,
     /// The run ended with the write (a waiter of this process for the channel may wake).
     done: bool,
@@ -82,7 +85,8 @@ impl Inner {
         self.carrying[channel as usize].store(true, Ordering::Relaxed);
         let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
         let notify = run.notify.map(|n| (n.dst_node, n.slot, n.tag));
-        Alone { channel, kick, write: run.write, done: true, notify }
+        let fetch = run.source == DescriptorSource::HostMemory;
+        Alone { channel, kick, fetch, write: run.write, done: true, notify }
     }
 
     /// When `batch` (just taken after the kick of `channel`) is one write from this rank plus
@@ -119,12 +123,15 @@ impl Inner {
             self.carrying[channel as usize].store(true, Ordering::Relaxed);
         }
         let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
-        Some(Alone { channel, kick, write, done, notify })
+        Some(Alone { channel, kick, fetch: false, write, done, notify })
     }
 
     /// The copy and the notification of a run taken whole; nothing after the first store into
     /// the peer's segment is a read-modify-write, unless a waiter of the peer sleeps.
     fn carry_alone(&self, a: &Alone) {
+        if a.fetch {
+            self.fetch_descriptor(a.channel, 0);
+        }
         let mut producer = a.notify.map(|(dst, ..)| self.producers[dst as usize].lock());
         // A waiter of this process for the channel (another thread) finds the mark set and
         // waits for it to clear.
