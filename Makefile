@@ -50,6 +50,7 @@ examples-expected: native examples examples-rust
 
 bench: native
 	cargo bench -p base --bench event_queue
+	cargo bench -p tca-proto --bench engine_run
 	$(PY) -m tca.peach.bench.event_queue
 
 lint: native
