@@ -258,6 +258,7 @@ impl Engine {
     ///
     /// # Errors
     /// As [`Engine::handle_start`].
+    #[inline]
     pub fn start_posted(&mut self, channel: u8) -> TcaResult<Option<PostedRun>> {
         let entry = match self.channel(channel)?.chain.as_ref() {
             Some(chain) if self.actions.is_empty() => posted_entry(chain, self.node).map(|e| (e, chain.mode())),

@@ -145,6 +145,7 @@ impl Inner {
     }
 
     /// [`Inner::kick`] by `start` ([`Engine::handle_start`] or [`Engine::start_posted`]).
+    #[inline]
     pub(crate) fn kick_with<T>(
         &self,
         e: &mut Engine,

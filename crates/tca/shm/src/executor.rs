@@ -218,6 +218,9 @@ impl Inner {
 
     /// Reports a round's completions to the engine (the engine lock held).
     pub(crate) fn report(&self, e: &mut Engine, work: &mut Work) {
+        if !work.has_reports() {
+            return;
+        }
         for t in work.done.drain(..) {
             let _ = e.handle_write_done(t);
         }
