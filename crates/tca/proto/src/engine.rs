@@ -273,26 +273,9 @@ impl Engine {
         ch.finished = 1;
         ch.state = ChannelState::Done;
         let token = Token { node: self.node, owner: Owner::Channel(channel), generation: ch.generation, entry: 0 };
-        let d = &e.descriptor;
-        let write = Write {
-            token,
-            channel,
-            dst_node: e.dst.node,
-            dst_addr: d.dst,
-            dst_mem: e.dst.mem,
-            src_node: e.src.node,
-            src_addr: d.src,
-            src_mem: e.src.mem,
-            len: u64::from(d.length),
-        };
-        let notify = e.flags.contains(DmaFlags::NOTIFY).then(|| Notify {
-            channel,
-            dst_node: e.dst_node(),
-            src_node: self.node,
-            slot: e.slot,
-            tag: e.tag,
-            internal: e.flags.contains(DmaFlags::USE_NOTIFY_INTERNAL),
-        });
+        let burst = (e.descriptor.src, e.descriptor.dst, u64::from(e.descriptor.length));
+        let write = burst_write(channel, token, &e.dst, &e.src, burst);
+        let notify = e.flags.contains(DmaFlags::NOTIFY).then(|| entry_notify(channel, &e, self.node, e.dst_node()));
         let source = descriptor_source(chain_mode, e.flags);
         Ok(Some(PostedRun { source, write, notify }))
     }
@@ -630,18 +613,8 @@ impl Engine {
     }
 
     fn push_writes(&mut self, channel: u8, token: Token, d: &Descriptor, dst: &Handle, src: &Handle) {
-        for (src_addr, dst_addr, len) in d.bursts() {
-            self.actions.push_back(Action::Write(Write {
-                token,
-                channel,
-                dst_node: dst.node,
-                dst_addr,
-                dst_mem: dst.mem,
-                src_node: src.node,
-                src_addr,
-                src_mem: src.mem,
-                len,
-            }));
+        for burst in d.bursts() {
+            self.actions.push_back(Action::Write(burst_write(channel, token, dst, src, burst)));
         }
     }
 
@@ -670,16 +643,12 @@ impl Engine {
         let len = chain.len();
         ch.finished += 1;
         let finished = ch.finished;
-        let internal = entry.flags.contains(DmaFlags::USE_NOTIFY_INTERNAL);
         let me = self.node;
-        let notify = |dst_node| {
-            Action::Notify(Notify { channel, dst_node, src_node: me, slot: entry.slot, tag: entry.tag, internal })
-        };
         if entry.flags.contains(DmaFlags::NOTIFY) {
-            self.actions.push_back(notify(entry.dst_node()));
+            self.actions.push_back(Action::Notify(entry_notify(channel, &entry, me, entry.dst_node())));
         }
         if entry.flags.contains(DmaFlags::NOTIFY_SELF) {
-            self.actions.push_back(notify(self.node));
+            self.actions.push_back(Action::Notify(entry_notify(channel, &entry, me, me)));
         }
         if finished == len {
             self.channels[c].state = ChannelState::Done;
@@ -707,6 +676,29 @@ pub struct PostedRun {
     pub write: Write,
     /// The notification to the write's destination (another node), if the entry asks for one.
     pub notify: Option<Notify>,
+}
+
+/// The write of one burst `(src_addr, dst_addr, len)` of an entry from `src` to `dst`.
+fn burst_write(channel: u8, token: Token, dst: &Handle, src: &Handle, burst: (u64, u64, u64)) -> Write {
+    let (src_addr, dst_addr, len) = burst;
+    Write {
+        token,
+        channel,
+        dst_node: dst.node,
+        dst_addr,
+        dst_mem: dst.mem,
+        src_node: src.node,
+        src_addr,
+        src_mem: src.mem,
+        len,
+    }
+}
+
+/// The notification of `entry` from node `me` to `dst_node` (the destination, or `me` itself
+/// for `NOTIFY_SELF`).
+fn entry_notify(channel: u8, entry: &DescEntry, me: u16, dst_node: u16) -> Notify {
+    let internal = entry.flags.contains(DmaFlags::USE_NOTIFY_INTERNAL);
+    Notify { channel, dst_node, src_node: me, slot: entry.slot, tag: entry.tag, internal }
 }
 
 /// The entry of `chain` when the chain is one write from `node` that needs nothing of the
