@@ -5,6 +5,8 @@
  * handle after the peer destroyed it or freed its memory; a failed allgather; calls after
  * tcaFinalize. Run with `tca run -n 2` (or more ranks).
  */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,82 @@ static void stale_handles(int me, int n)
     free(b2s);
 }
 
+/*
+ * The header's inline tcaSendPIO: a window is stored into directly when the ranks do not
+ * outnumber the CPUs (its `direct` part follows the header's formula), the data of inline and
+ * library stores arrives, and a window whose `direct` part was altered goes to the library,
+ * which checks it.
+ */
+static void inline_pio(int me, int n)
+{
+    enum { BYTES = 32768 };
+    uint8_t *buf;
+    tcaHandle mine, *all = malloc(sizeof(tcaHandle) * n);
+    EXPECT(tcaMalloc((void **)&buf, BYTES, tcaMemoryCPU), TCA_SUCCESS);
+    memset(buf, 0, BYTES);
+    EXPECT(tcaCreateHandle(&mine, buf, BYTES, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaAllgather(&mine, all, sizeof(tcaHandle)), TCA_SUCCESS);
+    tcaPIOHandle pio;
+    EXPECT(tcaSetPIORegion(&pio, &all[(me + 1) % n], 0, BYTES), TCA_SUCCESS);
+
+    cpu_set_t cpus;
+    int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    const struct tcaPIODirect *d = &pio.direct;
+    uint64_t check = tca_pio_epoch ^ (uint64_t)(uintptr_t)d->base ^ (uint64_t)(uintptr_t)d->live ^ d->len ^
+                     (uint64_t)d->id << 32;
+    int direct = d->base != NULL && d->check == check && d->len == BYTES && *d->live == d->id;
+    if (direct != (ncpus >= n)) {
+        fprintf(stderr, "rank %d: window stored inline: %d, expected %d (%d CPUs, %d ranks)\n", me, direct,
+                ncpus >= n, ncpus, n);
+        failures++;
+    }
+
+    /* Inline sizes (4 B up to TCA_PIO_INLINE_MAX) and a larger one (the library's). */
+    static uint8_t src[BYTES];
+    for (int i = 0; i < BYTES; i++) src[i] = (uint8_t)(i * 7 + me);
+    EXPECT(tcaSendPIO(&pio, 0, src, 4), TCA_SUCCESS);
+    EXPECT(tcaSendPIO(&pio, 64, src + 64, 64), TCA_SUCCESS);
+    EXPECT(tcaSendPIO(&pio, 128, src + 128, TCA_PIO_INLINE_MAX), TCA_SUCCESS);
+    EXPECT(tcaSendPIO(&pio, 128 + TCA_PIO_INLINE_MAX, src + 128 + TCA_PIO_INLINE_MAX, 8192 + 4), TCA_SUCCESS);
+    EXPECT((tcaSendPIO)(&pio, BYTES - 4, src + BYTES - 4, 4), TCA_SUCCESS);
+    EXPECT(tcaSendPIOCommit(), TCA_SUCCESS);
+    EXPECT((tcaSendPIOCommit)(), TCA_SUCCESS);
+    /* Checked as inline stores: size, bounds, arguments. */
+    EXPECT(tcaSendPIO(&pio, 0, src, 6), TCA_ERROR_SIZE_NOT_MULTIPLE_OF_4);
+    EXPECT(tcaSendPIO(&pio, BYTES - 4, src, 8), TCA_ERROR_OUT_OF_BOUNDS);
+    EXPECT(tcaSendPIO(&pio, (size_t)-4, src, 8), TCA_ERROR_OUT_OF_BOUNDS);
+    EXPECT(tcaSendPIO(NULL, 0, src, 4), TCA_ERROR_INVALID_ARGUMENT);
+    /* An altered window (a longer `direct` length) does not match its check: the library
+     * refuses the store beyond the real window. */
+    tcaPIOHandle altered = pio;
+    altered.direct.len += 4096;
+    EXPECT(tcaSendPIO(&altered, BYTES, src, 4), TCA_ERROR_OUT_OF_BOUNDS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+
+    /* What the previous rank stored here. */
+    int from = (me + n - 1) % n;
+    size_t stored[][2] = {{0, 4}, {64, 64}, {128, TCA_PIO_INLINE_MAX}, {128 + TCA_PIO_INLINE_MAX, 8192 + 4},
+                          {BYTES - 4, 4}};
+    for (size_t k = 0; k < sizeof stored / sizeof stored[0]; k++) {
+        for (size_t i = stored[k][0]; i < stored[k][0] + stored[k][1]; i++) {
+            if (buf[i] != (uint8_t)(i * 7 + from)) {
+                fprintf(stderr, "rank %d: PIO byte %zu is %u, expected %u\n", me, i, buf[i], (uint8_t)(i * 7 + from));
+                failures++;
+                break;
+            }
+        }
+    }
+    if (buf[BYTES - 8] != 0 || buf[4] != 0) {
+        fprintf(stderr, "rank %d: a refused PIO store landed\n", me);
+        failures++;
+    }
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    EXPECT(tcaDestroyHandle(&mine), TCA_SUCCESS);
+    EXPECT(tcaFree(buf, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    free(all);
+}
+
 int main(void)
 {
     void *p = NULL;
@@ -179,6 +257,7 @@ int main(void)
     EXPECT(tcaBarrier(), TCA_SUCCESS);
 
     stale_handles(me, n);
+    inline_pio(me, n);
     /* Ranks passing different sizes: every rank fails, and the job goes on. */
     char gsend[64] = {0}, gather[64 * TCA_MAX_NODES];
     EXPECT(tcaAllgather(gsend, gather, (size_t)(4 + 4 * me)), TCA_ERROR_OUT_OF_BOUNDS);

@@ -112,8 +112,20 @@ typedef enum tcaDataType {
  * wire form. Plain bytes: send sizeof(tcaHandle) bytes to other ranks (MPI_Allgather). */
 typedef struct tcaHandle { uint8_t bytes[32]; } tcaHandle;
 
-/* An open PIO window into a (usually remote) handle. Plain bytes. */
-typedef struct tcaPIOHandle { uint8_t bytes[48]; } tcaPIOHandle;
+/* An open PIO window into a (usually remote) handle: its 48-byte wire form (plain bytes, which
+ * every library call checks), then where its stores go in this process when the fabric maps
+ * the window here (the shm fabric): what the inline tcaSendPIO below reads. Set it with
+ * tcaSetPIORegion only. */
+typedef struct tcaPIOHandle {
+    uint8_t bytes[48];
+    struct tcaPIODirect {
+        uint8_t *base;          /* the window's first byte in this process */
+        const uint32_t *live;   /* the owner's handle-table word: the handle's id while live */
+        uint64_t len;           /* the window's length */
+        uint32_t id, reserved;  /* the handle's id */
+        uint64_t check;         /* tca_pio_epoch ^ base ^ live ^ len ^ id << 32 */
+    } direct;
+} tcaPIOHandle;
 
 /* A descriptor chain under construction (opaque). */
 typedef struct tcaDesc tcaDesc;
@@ -223,6 +235,47 @@ tcaresult tcaSendPIOCommit(void);
 /* Extension: waits until the 32-bit word at offset of this rank's handle equals value,
  * failing when rank `peer` dies or after the timeout (the receiving side of PIO). */
 tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int peer);
+
+/* tcaSendPIO and tcaSendPIOCommit without a library call (GNU C; the functions above stay, and
+ * `(tcaSendPIO)(...)` or `&tcaSendPIO` reach them). On the shm fabric a store into a window
+ * whose handle is live, a non-zero multiple of 4 bytes up to TCA_PIO_INLINE_MAX, within the
+ * window, is a memcpy into the peer's mapped memory, and a commit is a release fence: the
+ * CPU stores of seed 000 §3.5.1 without the cost of a call. Every other case (the simulator,
+ * ranks outnumbering CPUs, a destroyed handle, a bad size or offset, after tcaFinalize) calls
+ * the library, which checks everything and returns the error. docs/shm-fabric.md. */
+#if defined(__GNUC__) && !defined(TCA_NO_INLINE_PIO)
+#include <string.h>
+/* Non-zero while this process's shm fabric is initialised (a value of its own each time). */
+extern uint64_t tca_pio_epoch;
+#define TCA_PIO_INLINE_MAX 16384
+
+static inline tcaresult tca_send_pio_inline(const tcaPIOHandle *pio, size_t offset, const void *src, size_t size)
+{
+    uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
+    if (epoch != 0 && pio != NULL && src != NULL && size != 0 && size % 4 == 0 && size <= TCA_PIO_INLINE_MAX) {
+        const struct tcaPIODirect *d = &pio->direct;
+        uint64_t check = epoch ^ (uint64_t)(uintptr_t)d->base ^ (uint64_t)(uintptr_t)d->live ^ d->len ^ (uint64_t)d->id << 32;
+        if (d->check == check && offset <= d->len && size <= d->len - offset &&
+            __atomic_load_n(d->live, __ATOMIC_ACQUIRE) == d->id) {
+            memcpy(d->base + offset, src, size);
+            return TCA_SUCCESS;
+        }
+    }
+    return (tcaSendPIO)(pio, offset, src, size);
+}
+
+static inline tcaresult tca_send_pio_commit_inline(void)
+{
+    if (__atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE) != 0) {
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        return TCA_SUCCESS;
+    }
+    return (tcaSendPIOCommit)();
+}
+
+#define tcaSendPIO(pio, offset, src, size) tca_send_pio_inline(pio, offset, src, size)
+#define tcaSendPIOCommit() tca_send_pio_commit_inline()
+#endif
 
 /* ---- bootstrap without MPI (extensions) ---- */
 

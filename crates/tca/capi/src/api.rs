@@ -3,7 +3,8 @@
 //!
 //! `tcaDesc *` values are indices into a table, not addresses, so a freed or forged
 //! descriptor gives `TCA_ERROR_INVALID_DESCRIPTOR` instead of undefined behaviour. Handles and
-//! PIO windows are plain bytes in the caller's memory, decoded and validated on every use.
+//! PIO windows are plain bytes in the caller's memory, decoded and validated on every use (the
+//! header's inline PIO stores check a window's `direct` part instead, [`crate::pio_direct`]).
 //!
 //! The library remembers the memory type of every block `tcaMalloc` returned, per fabric, so
 //! that `tcaFree(ptr, type)` with the wrong type is refused
@@ -12,6 +13,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::desc_table::decode_entry;
+use crate::pio_direct::DirectPio;
 use crate::registry::{self, with_fabric};
 use crate::results::{run, CErr, TCA_ERROR_MEMORY_TYPE_MISMATCH};
 use std::collections::BTreeMap;
@@ -27,10 +29,13 @@ pub struct Handle32 {
     bytes: [u8; HANDLE_BYTES],
 }
 
-/// `tcaPIOHandle`: the 48-byte wire form of [`PioRegion`].
+/// `tcaPIOHandle`: the 48-byte wire form of [`PioRegion`], then where its stores go in this
+/// process for the header's inline `tcaSendPIO` ([`crate::pio_direct`]).
 #[repr(C)]
 pub struct PioHandle {
     bytes: [u8; PIO_REGION_BYTES],
+    /// Read by the header's inline functions only.
+    pub direct: DirectPio,
 }
 
 /// `enum tcaMemoryType` by value: the wire value of [`MemoryType`].
@@ -360,6 +365,7 @@ pub unsafe extern "C" fn tcaSetPIORegion(
         let h = handle_in(handle)?;
         let r = with_fabric(|f| Ok(f.set_pio_region(&h, offset as u64, size as u64)?))?;
         out.bytes = r.to_bytes();
+        out.direct = DirectPio::of(&r);
         Ok(())
     })
 }
@@ -476,7 +482,7 @@ mod tests {
         #[test]
         fn garbage_from_c_gives_a_code(h in proptest::array::uniform32(any::<u8>()), p in proptest::collection::vec(any::<u8>(), PIO_REGION_BYTES)) {
             let mut handle = Handle32 { bytes: h };
-            let pio = PioHandle { bytes: p.try_into().unwrap() };
+            let pio = PioHandle { bytes: p.try_into().unwrap(), direct: DirectPio::NONE };
             let d = tcaDescNew();
             // SAFETY: every pointer is valid for the size the header gives.
             let codes = unsafe {

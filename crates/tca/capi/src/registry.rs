@@ -166,6 +166,7 @@ pub(crate) fn init(name: &str) -> Result<(), CErr> {
             CErr::Tca(e.error)
         })?;
         let _ = PROCESS.set(fabric);
+        crate::pio_direct::open();
         return Ok(());
     }
     let Some(make) = factory(name) else {
@@ -211,9 +212,15 @@ pub(crate) fn with_fabric<T>(f: impl FnOnce(&dyn Fabric) -> Result<T, CErr>) -> 
     })
 }
 
+/// The process's shm fabric (`tca run`, mpirun), if it joined a job.
+pub(crate) fn process_fabric() -> Option<&'static ShmFabric> {
+    PROCESS.get()
+}
+
 /// `tcaFinalize`: the fabric leaves the job; a thread's registered fabric is released.
 pub(crate) fn finalize() -> Result<(), CErr> {
     if let Some(p) = PROCESS.get() {
+        crate::pio_direct::close();
         return Ok(Fabric::finalize(p)?);
     }
     if let Some(rank) = actor_fabric() {

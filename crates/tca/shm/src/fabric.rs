@@ -206,6 +206,13 @@ impl ShmFabric {
         self.inner.shares_copied.load(Ordering::Relaxed)
     }
 
+    /// Where the stores into PIO window `r` go in this process, for a caller that stores
+    /// without a call ([`crate::pio::PioDirect`]); `None` when every store must go through
+    /// [`Fabric::send_pio`].
+    pub fn pio_direct(&self, r: &PioRegion) -> Option<crate::pio::PioDirect> {
+        self.inner.pio_direct(r)
+    }
+
     /// Whether the rank is in the job: initialised and not finalized.
     pub fn is_active(&self) -> bool {
         !self.inner.finished.load(Ordering::Acquire)

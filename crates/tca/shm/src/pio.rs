@@ -75,6 +75,24 @@ impl Inner {
         Ok(())
     }
 
+    /// Where the stores into window `r` go in this process, for a caller that stores without a
+    /// call (the C header's inline `tcaSendPIO`): the window's first byte, and the id word of
+    /// its handle's slot in the owner's table, which holds the handle's id while it is live.
+    /// `None` when the ranks outnumber the CPUs (a store must then wake a sleeping receiver),
+    /// after finalize, and for a window [`Inner::send_pio`] would refuse.
+    pub(crate) fn pio_direct(&self, r: &PioRegion) -> Option<PioDirect> {
+        if self.policy.oversubscribed || self.check_live().is_err() {
+            return None;
+        }
+        let h = &r.handle;
+        let seg = self.segs.get(h.node as usize)?;
+        if !h.contains(r.offset, r.len) || !seg.is_live(h) {
+            return None;
+        }
+        let base = seg.heap_ptr(segment::split(h.addr).1 + r.offset, r.len)?;
+        Some(PioDirect { base, live: &seg.handle_slot(h.slot()).id, id: h.id })
+    }
+
     /// Orders every earlier PIO store before every later one. x86-64 keeps ordinary stores
     /// (and the stores of a string instruction, as a whole) in order (TSO), and a store that
     /// may have streamed was fenced in [`Inner::send_pio`]: the compiler fence is what is left
@@ -133,6 +151,16 @@ impl Inner {
                 .zip(expected.chunks_exact(4))
                 .all(|(w, e)| w.load(Ordering::Acquire) == u32::from_le_bytes([e[0], e[1], e[2], e[3]]))
         };
+        // A PIO answer usually comes within a microsecond: poll the words alone first, so that
+        // the answer is seen as soon as a plain loop would see it (the general wait also looks
+        // at the engine and the doorbell between two polls).
+        let polls = if self.policy.spin.is_zero() { 1 } else { FIRST_POLLS };
+        for _ in 1..polls {
+            if arrived() {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
         if arrived() {
             return Ok(());
         }
@@ -144,9 +172,28 @@ impl Inner {
     }
 }
 
+/// A PIO window as this process maps it ([`Inner::pio_direct`]). A store of `len` bytes at
+/// `offset` of the window goes to `base + offset` while `*live == id`, `offset + len` is
+/// within the window, `len` is a multiple of 4 and below [`STREAMED_FROM`] (so that it needs
+/// no fence), and the ranks do not outnumber the CPUs.
+#[derive(Debug, Clone, Copy)]
+pub struct PioDirect {
+    /// The window's first byte.
+    pub base: *mut u8,
+    /// The id word of the handle's slot in its owner's table: 0 or another id once the
+    /// handle is destroyed or freed.
+    pub live: *const AtomicU32,
+    /// The handle's id.
+    pub id: u32,
+}
+
+/// Polls of a PIO wait's words before the general wait ([`Inner::wait`]) when waits spin:
+/// a few microseconds.
+const FIRST_POLLS: u32 = 256;
+
 /// The smallest copy glibc's memcpy may make with streaming stores: its non-temporal threshold
 /// (tunable `glibc.cpu.x86_non_temporal_threshold`) is at least 0x4040 bytes.
-const STREAMED_FROM: usize = 0x4040;
+pub const STREAMED_FROM: usize = 0x4040;
 
 /// Orders this thread's streaming stores before its later stores.
 #[inline]
