@@ -118,7 +118,7 @@ static void inline_pio(int me, int n)
 
     cpu_set_t cpus;
     int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    const struct tcaPIODirect *d = &pio.direct;
+    const tcaPIODirect *d = &pio.direct;
     uint64_t check = tca_pio_epoch ^ (uint64_t)(uintptr_t)d->base ^ (uint64_t)(uintptr_t)d->live ^ d->len ^
                      (uint64_t)d->id << 32;
     int direct = d->base != NULL && d->check == check && d->len == BYTES && *d->live == d->id;

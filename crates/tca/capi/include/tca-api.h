@@ -116,15 +116,16 @@ typedef struct tcaHandle { uint8_t bytes[32]; } tcaHandle;
  * every library call checks), then where its stores go in this process when the fabric maps
  * the window here (the shm fabric): what the inline tcaSendPIO below reads. Set it with
  * tcaSetPIORegion only. */
+typedef struct tcaPIODirect {
+    uint8_t *base;          /* the window's first byte in this process */
+    const uint32_t *live;   /* the owner's handle-table word: the handle's id while live */
+    uint64_t len;           /* the window's length */
+    uint32_t id, reserved;  /* the handle's id */
+    uint64_t check;         /* tca_pio_epoch ^ base ^ live ^ len ^ id << 32 */
+} tcaPIODirect;
 typedef struct tcaPIOHandle {
     uint8_t bytes[48];
-    struct tcaPIODirect {
-        uint8_t *base;          /* the window's first byte in this process */
-        const uint32_t *live;   /* the owner's handle-table word: the handle's id while live */
-        uint64_t len;           /* the window's length */
-        uint32_t id, reserved;  /* the handle's id */
-        uint64_t check;         /* tca_pio_epoch ^ base ^ live ^ len ^ id << 32 */
-    } direct;
+    tcaPIODirect direct;
 } tcaPIOHandle;
 
 /* A descriptor chain under construction (opaque). */
@@ -253,7 +254,7 @@ static inline tcaresult tca_send_pio_inline(const tcaPIOHandle *pio, size_t offs
 {
     uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
     if (epoch != 0 && pio != NULL && src != NULL && size != 0 && size % 4 == 0 && size <= TCA_PIO_INLINE_MAX) {
-        const struct tcaPIODirect *d = &pio->direct;
+        const tcaPIODirect *d = &pio->direct;
         uint64_t check = epoch ^ (uint64_t)(uintptr_t)d->base ^ (uint64_t)(uintptr_t)d->live ^ d->len ^ (uint64_t)d->id << 32;
         if (d->check == check && offset <= d->len && size <= d->len - offset &&
             __atomic_load_n(d->live, __ATOMIC_ACQUIRE) == d->id) {

@@ -76,3 +76,46 @@ fn enums_and_sizes_match() {
     assert!(text.contains(&format!("typedef struct tcaHandle {{ uint8_t bytes[{HANDLE_BYTES}]; }} tcaHandle;")));
     assert!(text.contains(&format!("typedef struct tcaPIOHandle {{\n    uint8_t bytes[{PIO_REGION_BYTES}];")));
 }
+
+/// The header's inline PIO stores use the library's limit and `tcaPIOHandle`'s layout, and the
+/// header compiles as C99 (pedantic) and C++11 with them, or without them.
+#[test]
+fn inline_pio_matches_the_library() {
+    assert_eq!(defines("TCA_PIO_")["TCA_PIO_INLINE_MAX"], tca::pio_direct::INLINE_MAX as i64);
+    let size = std::mem::size_of::<tca::api::PioHandle>();
+    let program = format!(
+        "#include <stddef.h>\n#include \"tca-api.h\"\n\
+         typedef char size_ok[sizeof(tcaPIOHandle) == {size} ? 1 : -1];\n\
+         typedef char direct_ok[offsetof(tcaPIOHandle, direct) == {PIO_REGION_BYTES} ? 1 : -1];\n\
+         int store(const tcaPIOHandle *p, const void *src) {{ return tcaSendPIO(p, 0, src, 4) + tcaSendPIOCommit(); }}\n"
+    );
+    let dir = std::env::temp_dir().join(format!("tca-header-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let include = std::path::Path::new(tca::HEADER).parent().unwrap().to_path_buf();
+    let mut compiled = 0;
+    for (compiler, file, flags) in [
+        ("cc", "h.c", &["-std=c99", "-pedantic"][..]),
+        ("cc", "h.c", &["-DTCA_NO_INLINE_PIO"][..]),
+        ("c++", "h.cpp", &["-std=c++11"][..]),
+    ] {
+        let path = dir.join(file);
+        std::fs::write(&path, &program).unwrap();
+        let out = std::process::Command::new(compiler)
+            .args(flags)
+            .args(["-Wall", "-Wextra", "-Werror", "-c", "-o"])
+            .arg(dir.join("h.o"))
+            .arg("-I")
+            .arg(&include)
+            .arg(&path)
+            .output();
+        match out {
+            Ok(o) => {
+                assert!(o.status.success(), "{compiler} {flags:?}: {}", String::from_utf8_lossy(&o.stderr));
+                compiled += 1;
+            }
+            Err(e) => eprintln!("skipped {compiler} {flags:?}: {e}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(compiled > 0, "no C compiler (cc) to compile the header with");
+}
