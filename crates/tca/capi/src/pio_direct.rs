@@ -67,16 +67,6 @@ impl DirectPio {
     fn expected_check(&self, epoch: u64) -> u64 {
         epoch ^ self.base as u64 ^ self.live as u64 ^ self.len ^ (u64::from(self.id) << 32)
     }
-
-    /// Whether the header's inline `tcaSendPIO` stores through this window now.
-    pub fn is_direct(&self) -> bool {
-        let epoch = tca_pio_epoch.load(Ordering::Acquire);
-        epoch != 0
-            && self.check == self.expected_check(epoch)
-            // SAFETY: a matching check means the fabric filled `live` under this epoch, and
-            // the segments stay mapped until the fabric is finalized.
-            && unsafe { (*self.live).load(Ordering::Acquire) } == self.id
-    }
 }
 
 /// The process's shm fabric joined the job: windows opened from now on may be stored inline.
