@@ -250,7 +250,7 @@ tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int
 extern uint64_t tca_pio_epoch;
 #define TCA_PIO_INLINE_MAX 16384
 
-static inline tcaresult tca_send_pio_inline(const tcaPIOHandle *pio, size_t offset, const void *src, size_t size)
+static __inline__ tcaresult tca_send_pio_inline(const tcaPIOHandle *pio, size_t offset, const void *src, size_t size)
 {
     uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
     if (epoch != 0 && pio != NULL && src != NULL && size != 0 && size % 4 == 0 && size <= TCA_PIO_INLINE_MAX) {
@@ -265,7 +265,7 @@ static inline tcaresult tca_send_pio_inline(const tcaPIOHandle *pio, size_t offs
     return (tcaSendPIO)(pio, offset, src, size);
 }
 
-static inline tcaresult tca_send_pio_commit_inline(void)
+static __inline__ tcaresult tca_send_pio_commit_inline(void)
 {
     if (__atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE) != 0) {
         __atomic_thread_fence(__ATOMIC_RELEASE);

@@ -78,7 +78,7 @@ fn enums_and_sizes_match() {
 }
 
 /// The header's inline PIO stores use the library's limit and `tcaPIOHandle`'s layout, and the
-/// header compiles as C99 (pedantic) and C++11 with them, or without them.
+/// header compiles as C89, C99 (pedantic) and C++11 with them, or without them.
 #[test]
 fn inline_pio_matches_the_library() {
     assert_eq!(defines("TCA_PIO_")["TCA_PIO_INLINE_MAX"], tca::pio_direct::INLINE_MAX as i64);
@@ -95,6 +95,7 @@ fn inline_pio_matches_the_library() {
     let mut compiled = 0;
     for (compiler, file, flags) in [
         ("cc", "h.c", &["-std=c99", "-pedantic"][..]),
+        ("cc", "h.c", &["-std=c89"][..]),
         ("cc", "h.c", &["-DTCA_NO_INLINE_PIO"][..]),
         ("c++", "h.cpp", &["-std=c++11"][..]),
     ] {
