@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>    /* memcpy (the inline tcaSendPIO) */
 #include <sys/types.h> /* off_t */
 
 #ifdef __cplusplus
@@ -245,7 +246,6 @@ tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int
  * ranks outnumbering CPUs, a destroyed handle, a bad size or offset, after tcaFinalize) calls
  * the library, which checks everything and returns the error. docs/shm-fabric.md. */
 #if defined(__GNUC__) && !defined(TCA_NO_INLINE_PIO)
-#include <string.h>
 /* Non-zero while this process's shm fabric is initialised (a value of its own each time). */
 extern uint64_t tca_pio_epoch;
 #define TCA_PIO_INLINE_MAX 16384
