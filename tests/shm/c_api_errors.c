@@ -116,8 +116,15 @@ static void inline_pio(int me, int n)
     tcaPIOHandle pio;
     EXPECT(tcaSetPIORegion(&pio, &all[(me + 1) % n], 0, BYTES), TCA_SUCCESS);
 
-    cpu_set_t cpus;
-    int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    /* The fabric's policy: oversubscribed when the union of every rank's CPUs is smaller than
+     * the job. */
+    cpu_set_t cpus, *every = malloc(sizeof(cpu_set_t) * n);
+    CPU_ZERO(&cpus);
+    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) CPU_SET(0, &cpus);
+    EXPECT(tcaAllgather(&cpus, every, sizeof cpus), TCA_SUCCESS);
+    for (int r = 0; r < n; r++) CPU_OR(&cpus, &cpus, &every[r]);
+    free(every);
+    int ncpus = CPU_COUNT(&cpus);
     const tcaPIODirect *d = &pio.direct;
     uint64_t check = tca_pio_epoch ^ (uint64_t)(uintptr_t)d->base ^ (uint64_t)(uintptr_t)d->live ^ d->len ^
                      (uint64_t)d->id << 32;
