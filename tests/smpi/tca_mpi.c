@@ -1,8 +1,10 @@
-/* MPI + CUDA + TCA on one simulated clock (tests/smpi/test_tca_on_smpi.py): a GPU-GPU DMA
- * ping-pong timed with MPI_Wtime beside an MPI ping-pong, each rank on its own GPU; and, by
- * the first argument, the ways such a program can hang:
+/* MPI + CUDA + TCA on one simulated clock (tests/smpi/test_tca_on_smpi.py), by the first
+ * argument: a GPU-GPU DMA ping-pong timed with MPI_Wtime beside an MPI ping-pong, each rank on
+ * its own GPU; a PIO ping-pong; the ways such a program can hang:
  *   pingpong SIZE [spread]   the ping-pong; prints the one-way latencies and the device each
  *                   rank used (GPU 0, or with `spread` rank r on GPU r % 2)
+ *   pio SIZE        a PIO ping-pong between host buffers (tcaSendPIO payload + commit + flag
+ *                   + commit, tcaWaitPIO): the header's inline PIO calls the library here
  *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 in MPI_Recv
  *   tca             both ranks wait for a TCA notification that never comes */
 #include <cuda_runtime.h>
@@ -49,6 +51,41 @@ int main(int argc, char** argv)
   if (strcmp(what, "tca") == 0) {
     tcaresult r = tcaWaitDMARecvDesc(&all[peer], 0, 7);
     printf("rank %d: %s\n", me, tcaGetErrorString(r));
+    MPI_Finalize();
+    return 0;
+  }
+
+  if (strcmp(what, "pio") == 0) {
+    /* The flag word at 0, the payload from 64. */
+    char* pbuf;
+    CHECK(tcaMalloc((void**)&pbuf, 64 + size, tcaMemoryCPU));
+    memset(pbuf, 0, 64 + size);
+    tcaHandle ph, pall[2];
+    CHECK(tcaCreateHandle(&ph, pbuf, 64 + size, tcaMemoryCPU));
+    MPI_Allgather(&ph, sizeof ph, MPI_BYTE, pall, sizeof ph, MPI_BYTE, MPI_COMM_WORLD);
+    tcaPIOHandle pio;
+    CHECK(tcaSetPIORegion(&pio, &pall[peer], 0, 64 + size));
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (uint32_t seq = 1; seq <= (uint32_t)iters; seq++) {
+      for (int turn = 0; turn < 2; turn++) {
+        if ((turn == 0) == (me == 0)) {
+          CHECK(tcaSendPIO(&pio, 64, host, size));
+          CHECK(tcaSendPIOCommit());
+          CHECK(tcaSendPIO(&pio, 0, &seq, 4));
+          CHECK(tcaSendPIOCommit());
+        } else {
+          CHECK(tcaWaitPIO(&ph, 0, seq, peer));
+        }
+      }
+    }
+    double pio_us = (MPI_Wtime() - t0) / iters / 2 * 1e6;
+    int bad = 0;
+    for (size_t i = 0; i < size; i++) bad += pbuf[64 + i] != (char)(i * 7 + peer);
+    printf("rank %d: PIO payload %s\n", me, bad ? "corrupt" : "verified");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0) printf("size %zu: PIO %.3f us one-way\n", size, pio_us);
+    CHECK(tcaFinalize());
     MPI_Finalize();
     return 0;
   }
