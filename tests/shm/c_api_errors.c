@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tca-api.h"
 
@@ -104,6 +105,73 @@ static void stale_handles(int me, int n)
  * library stores arrives, and a window whose `direct` part was altered goes to the library,
  * which checks it.
  */
+/*
+ * The header's inline tcaWaitPIO: this rank's memory is waited on inline exactly when its
+ * stores are (and waits spin: not with TCA_SPIN_US=0), at the address of the word; whatever
+ * it cannot take (another rank's handle, an altered one, bad offsets and peers) gets the
+ * library's answer; a value that comes after the inline polls is waited for by the library.
+ * buf (bytes of mine) holds at its first word what the previous rank stored there.
+ */
+static void inline_wait(int me, int n, const tcaHandle *mine, const tcaHandle *all, uint8_t *buf, size_t bytes,
+                        int stores_inline)
+{
+    const char *spin = getenv("TCA_SPIN_US");
+    int expected = stores_inline && !(spin != NULL && atoi(spin) == 0);
+    int view = tca_pio_epoch != 0 && tca_pio_wait_view.epoch == tca_pio_epoch;
+    if (view != expected) {
+        fprintf(stderr, "rank %d: waits inline: %d, expected %d\n", me, view, expected);
+        failures++;
+    }
+    tcaHandle longer = *mine, other = all[(me + 1) % n];
+    uint64_t size;
+    memcpy(&size, longer.bytes + 16, 8);
+    size += 4096;
+    memcpy(longer.bytes + 16, &size, 8);
+    const uint32_t *at[][2] = {
+        {tca_wait_word(&tca_pio_wait_view, mine, 0), view ? (const uint32_t *)buf : NULL},
+        {tca_wait_word(&tca_pio_wait_view, mine, 64), view ? (const uint32_t *)(buf + 64) : NULL},
+        {tca_wait_word(&tca_pio_wait_view, mine, bytes - 4), view ? (const uint32_t *)(buf + bytes - 4) : NULL},
+        {tca_wait_word(&tca_pio_wait_view, mine, bytes - 2), NULL},
+        {tca_wait_word(&tca_pio_wait_view, mine, bytes), NULL},
+        {tca_wait_word(&tca_pio_wait_view, &longer, 0), NULL},
+        {tca_wait_word(&tca_pio_wait_view, n > 1 ? &other : &longer, 0), NULL},
+        {tca_wait_word(&tca_pio_wait_view, NULL, 0), NULL},
+    };
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+        if (at[k][0] != at[k][1]) {
+            fprintf(stderr, "rank %d: inline wait %zu finds its word at %p, expected %p\n", me, k, (void *)at[k][0],
+                    (void *)at[k][1]);
+            failures++;
+        }
+    }
+    int from = (me + n - 1) % n;
+    uint32_t first = 0;
+    for (int i = 3; i >= 0; i--) first = first << 8 | (uint8_t)(i * 7 + from);
+    EXPECT(tcaWaitPIO(mine, 0, first, from), TCA_SUCCESS);
+    EXPECT((tcaWaitPIO)(mine, 0, first, from), TCA_SUCCESS);
+    EXPECT(tcaWaitPIO(mine, 0, first, n), TCA_ERROR_INVALID_NODE);
+    EXPECT(tcaWaitPIO(mine, 0, first, -1), TCA_ERROR_INVALID_NODE);
+    EXPECT(tcaWaitPIO(mine, 2, first, from), TCA_ERROR_ALIGNMENT_MISMATCH);
+    EXPECT(tcaWaitPIO(mine, bytes, first, from), TCA_ERROR_OUT_OF_BOUNDS);
+    EXPECT(tcaWaitPIO(&longer, 0, first, from), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaWaitPIO(NULL, 0, first, from), TCA_ERROR_INVALID_ARGUMENT);
+    if (n > 1) EXPECT(tcaWaitPIO(&other, 0, first, from), TCA_ERROR_INVALID_HANDLE);
+
+    /* A value stored 3 ms later, long after the inline polls: rank 0 waits first, every other
+     * rank stores to the next one after 3 ms, then waits. */
+    tcaPIOHandle next;
+    uint32_t late = 0x5a5a0000u + (uint32_t)me;
+    EXPECT(tcaSetPIORegion(&next, &all[(me + 1) % n], 8, 4), TCA_SUCCESS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    if (me != 0) {
+        usleep(3000);
+        EXPECT(tcaSendPIO(&next, 0, &late, 4), TCA_SUCCESS);
+    }
+    EXPECT(tcaWaitPIO(mine, 8, 0x5a5a0000u + (uint32_t)from, from), TCA_SUCCESS);
+    if (me == 0) EXPECT(tcaSendPIO(&next, 0, &late, 4), TCA_SUCCESS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+}
+
 static void inline_pio(int me, int n)
 {
     enum { BYTES = 32768 };
@@ -174,8 +242,17 @@ static void inline_pio(int me, int n)
         fprintf(stderr, "rank %d: a refused PIO store landed\n", me);
         failures++;
     }
+    inline_wait(me, n, &mine, all, buf, BYTES, ncpus >= n);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
     EXPECT(tcaDestroyHandle(&mine), TCA_SUCCESS);
+    /* The word still holds the value, but the handle is gone. */
+    if (tca_wait_word(&tca_pio_wait_view, &mine, 0) != NULL) {
+        fprintf(stderr, "rank %d: a destroyed handle is waited on inline\n", me);
+        failures++;
+    }
+    uint32_t first;
+    memcpy(&first, buf, 4);
+    EXPECT(tcaWaitPIO(&mine, 0, first, from), TCA_ERROR_INVALID_HANDLE);
     EXPECT(tcaFree(buf, tcaMemoryCPU), TCA_SUCCESS);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
     free(all);

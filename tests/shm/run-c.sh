@@ -24,6 +24,7 @@ step() {
 
 step $TCA run -n 2 "$OUT/c_api_errors"
 step $TCA run -n 4 "$OUT/c_api_errors"
+step env TCA_SPIN_US=0 $TCA run -n 2 "$OUT/c_api_errors"
 # tcaDescSet on a channel whose run is in flight succeeds (it waits for the run).
 for n in 2 4 8; do
     step $TCA run -n $n "$OUT/published_api"

@@ -238,13 +238,15 @@ tcaresult tcaSendPIOCommit(void);
  * failing when rank `peer` dies or after the timeout (the receiving side of PIO). */
 tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int peer);
 
-/* tcaSendPIO and tcaSendPIOCommit without a library call (GNU C; the functions above stay, and
- * `(tcaSendPIO)(...)` or `&tcaSendPIO` reach them). On the shm fabric a store into a window
- * whose handle is live, a non-zero multiple of 4 bytes up to TCA_PIO_INLINE_MAX, within the
- * window, is a memcpy into the peer's mapped memory, and a commit is a release fence: the
- * CPU stores of seed 000 §3.5.1 without the cost of a call. Every other case (the simulator,
- * ranks outnumbering CPUs, a destroyed handle, a bad size or offset, after tcaFinalize) calls
- * the library, which checks everything and returns the error. docs/shm-fabric.md. */
+/* tcaSendPIO, tcaSendPIOCommit and tcaWaitPIO without a library call (GNU C; the functions
+ * above stay, and `(tcaSendPIO)(...)` or `&tcaSendPIO` reach them). On the shm fabric a store
+ * into a window whose handle is live, a non-zero multiple of 4 bytes up to TCA_PIO_INLINE_MAX,
+ * within the window, is a memcpy into the peer's mapped memory, and a commit is a release
+ * fence: the CPU stores of seed 000 §3.5.1 without the cost of a call. A wait on a live handle
+ * of this rank polls the word for TCA_PIO_WAIT_POLLS rounds and returns when it holds the
+ * value. Every other case (the simulator, ranks outnumbering CPUs, a destroyed handle, a bad
+ * size, offset or peer, after tcaFinalize, a value that has not come yet) calls the library,
+ * which checks everything and returns the error or waits. docs/shm-fabric.md. */
 #if defined(__GNUC__) && !defined(TCA_NO_INLINE_PIO)
 /* Non-zero while this process's shm fabric is initialised (a value of its own each time). */
 extern uint64_t tca_pio_epoch;
@@ -274,8 +276,73 @@ static __inline__ tcaresult tca_send_pio_commit_inline(void)
     return (tcaSendPIOCommit)();
 }
 
+/* One slot of this rank's handle table, as the library publishes it. */
+typedef struct tcaHandleSlot {
+    uint32_t id, mem; /* the live handle's id (0: none) and memory type */
+    uint64_t addr, size, reserved;
+} tcaHandleSlot;
+/* This rank's memory, valid while epoch == tca_pio_epoch (set by tcaInit on the shm fabric
+ * when waits spin). A handle at global addr lies at base + (addr - origin). */
+typedef struct tcaPIOWaitView {
+    uint64_t epoch;
+    uint8_t *base;
+    uint64_t origin, heap, len; /* handles lie in [origin + heap, origin + len) */
+    const tcaHandleSlot *slots; /* slot of a handle: slots[id & slot_mask] */
+    uint32_t slot_mask;
+    uint16_t node, nodes;
+} tcaPIOWaitView;
+extern tcaPIOWaitView tca_pio_wait_view;
+#define TCA_PIO_WAIT_POLLS 256
+
+/* Where the 32-bit word at offset of handle h lies in this process, if h is a live handle of
+ * this rank (its wire form: "TCAh", node u16, mem u8, 0, addr u64, size u64, id u32, 0). */
+static __inline__ const uint32_t *tca_wait_word(const tcaPIOWaitView *v, const tcaHandle *h, size_t offset)
+{
+    uint16_t node;
+    uint32_t id, zero;
+    uint64_t addr, size;
+    const tcaHandleSlot *s;
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    return NULL; /* the wire form is little-endian */
+#endif
+    if (h == NULL || memcmp(h->bytes, "TCAh", 4) != 0 || h->bytes[7] != 0)
+        return NULL;
+    memcpy(&node, h->bytes + 4, 2);
+    memcpy(&addr, h->bytes + 8, 8);
+    memcpy(&size, h->bytes + 16, 8);
+    memcpy(&id, h->bytes + 24, 4);
+    memcpy(&zero, h->bytes + 28, 4);
+    if (zero != 0 || node != v->node || id == 0 || size < 4 || offset > size - 4 || (addr + offset) % 4 != 0 ||
+        addr < v->origin + v->heap || addr - v->origin > v->len || size > v->len - (addr - v->origin))
+        return NULL;
+    s = &v->slots[id & v->slot_mask];
+    if (__atomic_load_n(&s->id, __ATOMIC_ACQUIRE) != id || __atomic_load_n(&s->addr, __ATOMIC_RELAXED) != addr ||
+        __atomic_load_n(&s->size, __ATOMIC_RELAXED) != size || __atomic_load_n(&s->mem, __ATOMIC_RELAXED) != h->bytes[6])
+        return NULL;
+    return (const uint32_t *)(v->base + (addr - v->origin) + offset);
+}
+
+static __inline__ tcaresult tca_wait_pio_inline(const tcaHandle *handle, size_t offset, uint32_t value, int peer)
+{
+    const tcaPIOWaitView *v = &tca_pio_wait_view;
+    uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
+    if (epoch != 0 && v->epoch == epoch && peer >= 0 && peer < (int)v->nodes) {
+        const uint32_t *word = tca_wait_word(v, handle, offset);
+        int i;
+        for (i = 0; word != NULL && i < TCA_PIO_WAIT_POLLS; i++) {
+            if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == value)
+                return TCA_SUCCESS;
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+    return (tcaWaitPIO)(handle, offset, value, peer);
+}
+
 #define tcaSendPIO(pio, offset, src, size) tca_send_pio_inline(pio, offset, src, size)
 #define tcaSendPIOCommit() tca_send_pio_commit_inline()
+#define tcaWaitPIO(handle, offset, value, peer) tca_wait_pio_inline(handle, offset, value, peer)
 #endif
 
 /* ---- bootstrap without MPI (extensions) ---- */

@@ -17,10 +17,23 @@
 //! Every other store goes to the library's `tcaSendPIO`, which checks everything and returns
 //! the error. `tcaSendPIOCommit` is a release fence while the epoch is set (a store below
 //! `INLINE_MAX` bytes is never a streaming store, so x86-64 keeps it in order).
+//!
+//! The receiving side, `tcaWaitPIO`, polls a word of this rank's own memory. `tcaInit` also
+//! publishes where that memory lies ([`tca_pio_wait_view`]: the segment, where the global
+//! addresses of this rank's handles point in it, its handle table). The header's inline
+//! `tcaWaitPIO` decodes the handle's wire form, finds its slot in the table, and polls the word
+//! itself while the slot holds the same handle, the offset is within it and aligned, the peer
+//! is a rank of the job, and the view was set under the current epoch (not when waits do not
+//! spin: ranks outnumbering CPUs, `TCA_SPIN_US=0`). The value seen within
+//! `TCA_PIO_WAIT_POLLS` polls returns success; every other case, and a value that does not
+//! come within them, calls the library, which checks everything again and waits with the
+//! timeout and the watch on the peer. The checks come before the word arrives, so they cost
+//! a ping-pong nothing; the return from the library's wait did.
 
 use crate::registry;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use tca_proto::PioRegion;
+use tca_shm::segment::HandleSlot;
 
 /// Non-zero while this process's shm fabric is initialised and not finalized: a value of its
 /// own each time, so that a window filled under an earlier one does not match.
@@ -69,10 +82,64 @@ impl DirectPio {
     }
 }
 
-/// The process's shm fabric joined the job: windows opened from now on may be stored inline.
+/// This rank's memory as the header's inline `tcaWaitPIO` reads it (`tcaPIOWaitView`): a copy
+/// of [`tca_shm::pio::WaitView`], valid while `epoch` equals [`tca_pio_epoch`]. Written once,
+/// before the epoch is published.
+#[repr(C)]
+#[derive(Debug)]
+pub struct WaitView {
+    /// The [`tca_pio_epoch`] the view was set under; 0 when it never was.
+    pub epoch: AtomicU64,
+    /// This rank's segment in this process.
+    pub base: AtomicPtr<u8>,
+    /// The global address of `base`.
+    pub origin: AtomicU64,
+    /// Bytes of the segment before its heap.
+    pub heap: AtomicU64,
+    /// Bytes of the segment.
+    pub len: AtomicU64,
+    /// The segment's handle table.
+    pub slots: AtomicPtr<HandleSlot>,
+    /// Slots of the table, less one.
+    pub slot_mask: AtomicU32,
+    /// This rank.
+    pub node: AtomicU16,
+    /// Ranks of the job.
+    pub nodes: AtomicU16,
+}
+
+/// The view of this process's rank; `epoch` 0 (never inline) until `tcaInit` on the shm
+/// fabric, and where waits do not spin.
+#[no_mangle]
+pub static tca_pio_wait_view: WaitView = WaitView {
+    epoch: AtomicU64::new(0),
+    base: AtomicPtr::new(std::ptr::null_mut()),
+    origin: AtomicU64::new(0),
+    heap: AtomicU64::new(0),
+    len: AtomicU64::new(0),
+    slots: AtomicPtr::new(std::ptr::null_mut()),
+    slot_mask: AtomicU32::new(0),
+    node: AtomicU16::new(0),
+    nodes: AtomicU16::new(0),
+};
+
+/// The process's shm fabric joined the job: windows opened from now on may be stored inline,
+/// and waits on this rank's memory may poll inline.
 pub(crate) fn open() {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let epoch = (nanos ^ u64::from(std::process::id()) << 40) | 1;
+    if let Some(v) = registry::process_fabric().and_then(|f| f.wait_view()) {
+        let w = &tca_pio_wait_view;
+        w.base.store(v.base, Ordering::Relaxed);
+        w.origin.store(v.origin, Ordering::Relaxed);
+        w.heap.store(v.heap, Ordering::Relaxed);
+        w.len.store(v.len, Ordering::Relaxed);
+        w.slots.store(v.slots.cast_mut(), Ordering::Relaxed);
+        w.slot_mask.store(v.slot_mask, Ordering::Relaxed);
+        w.node.store(v.node, Ordering::Relaxed);
+        w.nodes.store(v.nodes, Ordering::Relaxed);
+        w.epoch.store(epoch, Ordering::Relaxed);
+    }
     tca_pio_epoch.store(epoch, Ordering::Release);
 }
 

@@ -82,12 +82,23 @@ fn enums_and_sizes_match() {
 #[test]
 fn inline_pio_matches_the_library() {
     assert_eq!(defines("TCA_PIO_")["TCA_PIO_INLINE_MAX"], tca::pio_direct::INLINE_MAX as i64);
-    let size = std::mem::size_of::<tca::api::PioHandle>();
+    use std::mem::{offset_of, size_of};
+    use tca::pio_direct::WaitView;
+    let size = size_of::<tca::api::PioHandle>();
+    let (view, slot) = (size_of::<WaitView>(), size_of::<tca_shm::segment::HandleSlot>());
+    let (slots, mask, nodes) =
+        (offset_of!(WaitView, slots), offset_of!(WaitView, slot_mask), offset_of!(WaitView, nodes));
     let program = format!(
         "#include <stddef.h>\n#include \"tca-api.h\"\n\
          typedef char size_ok[sizeof(tcaPIOHandle) == {size} ? 1 : -1];\n\
          typedef char direct_ok[offsetof(tcaPIOHandle, direct) == {PIO_REGION_BYTES} ? 1 : -1];\n\
-         int store(const tcaPIOHandle *p, const void *src) {{ return tcaSendPIO(p, 0, src, 4) + tcaSendPIOCommit(); }}\n"
+         #ifndef TCA_NO_INLINE_PIO\n\
+         typedef char view_ok[sizeof(tcaPIOWaitView) == {view} && sizeof(tcaHandleSlot) == {slot} ? 1 : -1];\n\
+         typedef char fields_ok[offsetof(tcaPIOWaitView, slots) == {slots} && \
+           offsetof(tcaPIOWaitView, slot_mask) == {mask} && offsetof(tcaPIOWaitView, nodes) == {nodes} ? 1 : -1];\n\
+         #endif\n\
+         int store(const tcaPIOHandle *p, const void *src) {{ return tcaSendPIO(p, 0, src, 4) + tcaSendPIOCommit(); }}\n\
+         int wait(const tcaHandle *h) {{ return tcaWaitPIO(h, 0, 1, 0); }}\n"
     );
     let dir = std::env::temp_dir().join(format!("tca-header-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -213,6 +213,12 @@ impl ShmFabric {
         self.inner.pio_direct(r)
     }
 
+    /// This rank's memory for a caller that waits without a call ([`crate::pio::WaitView`]);
+    /// `None` when every wait must go through [`Fabric::wait_pio`].
+    pub fn wait_view(&self) -> Option<crate::pio::WaitView> {
+        self.inner.wait_view()
+    }
+
     /// Whether the rank is in the job: initialised and not finalized.
     pub fn is_active(&self) -> bool {
         !self.inner.finished.load(Ordering::Acquire)

@@ -6,9 +6,10 @@
 //! rarely writes), so a store through a destroyed or freed handle fails here.
 
 use crate::fabric::Inner;
-use crate::segment::{self, Segment};
+use crate::segment::{self, HandleSlot, Segment};
 use crate::wait::{WaitFor, Watch};
 use std::sync::atomic::{AtomicU32, Ordering};
+use tca_proto::handle::MAX_HANDLES;
 use tca_proto::{Handle, PioRegion, TcaError, TcaResult};
 
 impl Inner {
@@ -91,6 +92,28 @@ impl Inner {
         }
         let base = seg.heap_ptr(segment::split(h.addr).1 + r.offset, r.len)?;
         Some(PioDirect { base, live: &seg.handle_slot(h.slot()).id, id: h.id })
+    }
+
+    /// This rank's memory as a caller that waits without a call reads it (the C header's inline
+    /// `tcaWaitPIO`): the segment, where the global addresses of its handles point in it, and
+    /// its handle table. `None` when waits do not spin (the ranks outnumber the CPUs, or
+    /// `TCA_SPIN_US=0`: a waiter then sleeps at once) and after finalize.
+    pub(crate) fn wait_view(&self) -> Option<WaitView> {
+        if self.policy.oversubscribed || self.policy.spin.is_zero() || self.check_live().is_err() {
+            return None;
+        }
+        let me = self.cfg.rank;
+        let seg = self.segs.get(me as usize)?;
+        Some(WaitView {
+            base: seg.base(),
+            origin: segment::global(me, 0),
+            heap: segment::HEAP as u64,
+            len: seg.len() as u64,
+            slots: seg.handle_slot(0),
+            slot_mask: MAX_HANDLES as u32 - 1,
+            node: me,
+            nodes: self.cfg.size,
+        })
     }
 
     /// Orders every earlier PIO store before every later one. x86-64 keeps ordinary stores
@@ -185,6 +208,30 @@ pub struct PioDirect {
     pub live: *const AtomicU32,
     /// The handle's id.
     pub id: u32,
+}
+
+/// This rank's memory for a wait without a call ([`Inner::wait_view`]). A word at `offset` of
+/// a handle of this rank is at `base + (addr - origin) + offset` while the handle's slot
+/// (`slots[id & slot_mask]`) holds its id, address, size and memory type, and
+/// `origin + heap <= addr`, `addr + size <= origin + len`.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitView {
+    /// The segment's first byte.
+    pub base: *mut u8,
+    /// The global address of `base`.
+    pub origin: u64,
+    /// Bytes of the segment before its heap, where no handle lies.
+    pub heap: u64,
+    /// Bytes of the segment.
+    pub len: u64,
+    /// The first slot of the segment's handle table.
+    pub slots: *const HandleSlot,
+    /// Slots of the table, less one.
+    pub slot_mask: u32,
+    /// This rank.
+    pub node: u16,
+    /// Ranks of the job.
+    pub nodes: u16,
 }
 
 /// Polls of a PIO wait's words before the general wait ([`Inner::wait`]) when waits spin:
