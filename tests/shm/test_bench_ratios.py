@@ -3,7 +3,7 @@ median over the rounds, so that a round in which the machine ran slower moves bo
 ratio alike."""
 
 import pytest
-from tca.peach.shm_bench import paired, ratios, series_commands, summary
+from tca.peach.shm_bench import meets, paired, ratios, series_commands, summary
 
 
 def test_a_ratio_is_taken_within_each_round():
@@ -51,3 +51,9 @@ def test_compared_series_run_next_to_each_other():
     names = list(series_commands(8, 1.0))
     for a, b in [("plain stores", "shm PIO"), ("shm PIO", "shm DMA register")]:
         assert abs(names.index(a) - names.index(b)) == 1
+
+
+def test_goals_are_judged_by_their_operator():
+    assert meets(1.3, "<= 1.3") and not meets(1.31, "<= 1.3")
+    assert meets(0.99, "< 1") and not meets(1.0, "< 1")
+    assert meets(0.95, ">= 0.95") and not meets(0.94, ">= 0.95")

@@ -214,6 +214,12 @@ def ratios(samples: Samples, max_bytes: int) -> list[tuple[str, float, str]]:
     return out
 
 
+def meets(value: float, goal: str) -> bool:
+    """Whether `value` meets a goal written as "<= 1.3", "< 1" or ">= 0.95"."""
+    op, bound = goal.split()
+    return {"<=": value <= float(bound), "<": value < float(bound), ">=": value >= float(bound)}[op]
+
+
 def _table(title: str, vals: dict[str, dict[int, float]], fmt, sizes: list[int]) -> None:
     names = list(vals)
     width = max(18, *(len(n) + 2 for n in names))
@@ -236,7 +242,8 @@ def print_table(samples: Samples, max_bytes: int) -> None:
     _table("# Bandwidth (GB/s) = size / median one-way latency", med, gbps, big)
     print("# Ratios within each round, median over the rounds (goals from the issue; benchmarks, not tests)")
     for desc, value, goal in ratios(samples, max_bytes):
-        print(f"{desc:<76} {value:8.3f}   goal {goal}")
+        verdict = "met" if meets(value, goal) else "missed"
+        print(f"{desc:<76} {value:8.3f}   goal {goal:<7} {verdict}")
 
 
 def json_rows(samples: Samples) -> list[Row]:
