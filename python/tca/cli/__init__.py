@@ -18,24 +18,30 @@ Errors in input print one line on stderr and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from tca import TcaError
-from tca.cli import bench, cc, demo, expether, hxb, platforms, run, victream
+
+# The commands, each a module of this package with add_parser(subparsers).
+COMMANDS = ("platforms", "bench", "demo", "run", "cc", "hxb", "expether", "victream")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tca", description="Tightly Coupled Accelerators: simulated platforms and benchmarks."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (platforms, bench, demo, run, cc, hxb, expether, victream):
-        command.add_parser(sub)
+    for name in commands:
+        importlib.import_module(f"tca.cli.{name}").add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    # Only the command named is imported: `tca run` and `tca cc` then start without numpy,
+    # whose BLAS threads would spin on the CPUs the ranks are pinned to.
+    parser = build_parser((argv[0],) if argv and argv[0] in COMMANDS else COMMANDS)
     # Commands implemented elsewhere (victream) take the rest of the line as it is, options
     # in front included.
     args, extra = parser.parse_known_args(argv)
