@@ -3,7 +3,7 @@ median over the rounds, so that a round in which the machine ran slower moves bo
 ratio alike."""
 
 import pytest
-from tca.peach.shm_bench import meets, paired, ratios, series_commands, summary
+from tca.peach.shm_bench import json_rows, meets, paired, ratios, series_commands, summary
 
 
 def test_a_ratio_is_taken_within_each_round():
@@ -38,7 +38,7 @@ def test_goal_rows_name_the_pairs_and_bandwidth_is_inverted():
         "memcpy": {4096: {0: 0.5}},
         "UCX UCP put": {8: {0: 0.2, 1: 0.1}},
     }
-    rows = {desc: value for desc, value, _ in ratios(samples, 4096)}
+    rows = {desc: value for desc, _, value, _ in ratios(samples, 4096)}
     assert rows["8 B latency, shm PIO / plain stores (floor)"] == pytest.approx(1.5)
     assert rows["8 B latency, shm PIO / UCX UCP put"] == pytest.approx(0.75)
     assert rows["8 B latency, shm DMA register / shm PIO"] == pytest.approx(2.5)
@@ -57,3 +57,12 @@ def test_goals_are_judged_by_their_operator():
     assert meets(1.3, "<= 1.3") and not meets(1.31, "<= 1.3")
     assert meets(0.99, "< 1") and not meets(1.0, "< 1")
     assert meets(0.95, ">= 0.95") and not meets(0.94, ">= 0.95")
+
+
+def test_json_rows_carry_the_goal_ratios():
+    samples = {"shm PIO": {8: {0: 0.06, 1: 0.07}}, "plain stores": {8: {0: 0.05, 1: 0.05}}}
+    rows = [r for r in json_rows(samples, 8) if r.unit == "x"]
+    assert [(r.series, r.x, r.x_unit, r.kind) for r in rows] == [
+        ("ratio: 8 B latency, shm PIO / plain stores (floor) (goal <= 1.3)", 8, "B", "measured")
+    ]
+    assert rows[0].value == pytest.approx(1.3)

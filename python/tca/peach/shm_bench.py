@@ -178,14 +178,15 @@ def paired(samples: Samples, size: int, num: tuple[str, ...], den: tuple[str, ..
     return statistics.median(values) if values else None
 
 
-def ratios(samples: Samples, max_bytes: int) -> list[tuple[str, float, str]]:
-    """The goal ratios, paired within rounds (:func:`paired`): (description, value, goal)."""
+def ratios(samples: Samples, max_bytes: int) -> list[tuple[str, int, float, str]]:
+    """The goal ratios, paired within rounds (:func:`paired`): (description, size, value,
+    goal)."""
     out = []
 
     def add(desc: str, size: int, num: tuple[str, ...], den: tuple[str, ...], goal: str) -> None:
         r = paired(samples, size, num, den)
         if r is not None:
-            out.append((desc, r, goal))
+            out.append((desc, size, r, goal))
 
     pio, dma = ("shm PIO",), ("shm DMA register",)
     add("8 B latency, shm PIO / plain stores (floor)", 8, pio, ("plain stores",), "<= 1.3")
@@ -241,14 +242,15 @@ def print_table(samples: Samples, max_bytes: int) -> None:
     big = [s for s in sizes if s >= 4096]
     _table("# Bandwidth (GB/s) = size / median one-way latency", med, gbps, big)
     print("# Ratios within each round, median over the rounds (goals from the issue; benchmarks, not tests)")
-    for desc, value, goal in ratios(samples, max_bytes):
+    for desc, _, value, goal in ratios(samples, max_bytes):
         verdict = "met" if meets(value, goal) else "missed"
         print(f"{desc:<76} {value:8.3f}   goal {goal:<7} {verdict}")
 
 
-def json_rows(samples: Samples) -> list[Row]:
+def json_rows(samples: Samples, max_bytes: int) -> list[Row]:
     """The measured latencies as benchmark rows (DESIGN.md, "Benchmark output"): the median of
-    the rounds as series NAME, the minimum as series "NAME min"."""
+    the rounds as series NAME, the minimum as series "NAME min"; then every goal ratio as
+    series "ratio: DESCRIPTION (goal GOAL)", unit "x"."""
     rows = []
     for how, suffix in ((statistics.median, ""), (min, " min")):
         for name, table in summary(samples, how).items():
@@ -256,6 +258,9 @@ def json_rows(samples: Samples) -> list[Row]:
                 rows.append(
                     Row("pingpong", "this host (shm)", name + suffix, size, "B", us, "us", kind="measured")
                 )
+    for desc, size, value, goal in ratios(samples, max_bytes):
+        series = f"ratio: {desc} (goal {goal})"
+        rows.append(Row("pingpong", "this host (shm)", series, size, "B", value, "x", kind="measured"))
     return rows
 
 
@@ -278,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {name}: not installed here (make mpi, then make examples): skipped", file=sys.stderr)
     samples = measure(max_bytes, args.scale, args.rounds)
     if args.json:
-        print(to_json(json_rows(samples)))
+        print(to_json(json_rows(samples, max_bytes)))
     else:
         print_table(samples, max_bytes)
     return 0
