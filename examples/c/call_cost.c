@@ -3,10 +3,10 @@
  * tcaSendPIO (into this rank's own buffer), tcaSendPIOCommit, and a tcaWaitPIO whose word is
  * already there. A PIO ping-pong pays three of these between seeing the peer's flag and
  * storing its own (wait returns, payload, commit, flag), so they are most of its distance from
- * the plain-store floor (docs/shm-fabric.md). tcaSendPIO and tcaSendPIOCommit are inline
- * functions of the header on this fabric; tcaWaitPIO is a call of the library. Then the sender's side of a small DMA: one
- * tcaStartDMADesc of an 8-byte write within this rank's buffer (register mode, no
- * notification) and the tcaWaitDMAC that finds it done.
+ * the plain-store floor (docs/shm-fabric.md). All three are inline functions of the header
+ * on this fabric (tcaWaitPIO decodes the handle and looks at its slot before it polls). Then
+ * the sender's side of a small DMA: one tcaStartDMADesc of an 8-byte write within this
+ * rank's buffer (register mode, no notification) and the tcaWaitDMAC that finds it done.
  *
  * usage: tca run -n 1 call_cost [CALLS]     (prints ns per call, best of three rounds)
  */
