@@ -5,6 +5,7 @@
 //! fetches entry by entry while it runs the chain.
 
 use crate::fabric::{lock, Inner};
+use crate::replay::Claim;
 use crate::ring::encode_notify;
 use crate::segment::Segment;
 use crate::wait::{WaitFor, Watch};
@@ -89,11 +90,11 @@ impl Inner {
         }
     }
 
-    /// Sets the chain unless the channel runs (in the engine, or carried out by a caller).
+    /// Sets the chain unless the channel runs (in the engine, or carried out by a caller), and
+    /// drops the run kept for repeats ([`crate::replay`]).
     fn try_set(&self, e: &mut Engine, channel: u8, desc: &Desc) -> TcaResult<()> {
-        if self.carrying.get(channel as usize).is_some_and(|m| m.load(Ordering::Acquire)) {
-            return Err(TcaError::ChannelBusy);
-        }
+        let mut claim = self.claim(channel)?;
+        *claim.replay() = None;
         e.set_chain(channel, desc)
     }
 
@@ -124,6 +125,9 @@ impl Inner {
     pub(crate) fn start_dma(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
         self.settle_notify();
+        if self.replay(channel) {
+            return Ok(());
+        }
         let bytes = self.chain_bytes.get(channel as usize).map_or(0, |b| b.load(Ordering::Relaxed));
         // The caller carries the chain out itself when no other thread is carrying actions
         // out: always for a short chain (a hand-off costs more than the copies), and for any
@@ -141,20 +145,20 @@ impl Inner {
     /// The kick itself, after checking that every handle of the chain is still live: an owner
     /// may have destroyed or freed one since `tcaDescSet`.
     pub(crate) fn kick(&self, e: &mut Engine, channel: u8) -> TcaResult<()> {
-        self.kick_with(e, channel, Engine::handle_start)
+        self.kick_with(e, channel, Engine::handle_start).map(|_| ())
     }
 
-    /// [`Inner::kick`] by `start` ([`Engine::handle_start`] or [`Engine::start_posted`]).
+    /// [`Inner::kick`] by `start` ([`Engine::handle_start`] or [`Engine::start_posted`]),
+    /// under the channel's claim, which it returns; the run kept for repeats is dropped.
     #[inline]
     pub(crate) fn kick_with<T>(
         &self,
         e: &mut Engine,
         channel: u8,
         start: impl FnOnce(&mut Engine, u8) -> TcaResult<T>,
-    ) -> TcaResult<T> {
-        if self.carrying.get(channel as usize).is_some_and(|m| m.load(Ordering::Acquire)) {
-            return Err(TcaError::ChannelBusy);
-        }
+    ) -> TcaResult<(T, Claim<'_>)> {
+        let mut claim = self.claim(channel)?;
+        *claim.replay() = None;
         if let Some(chain) = e.chain(channel)? {
             for h in chain.entries().iter().flat_map(|x| [&x.dst, &x.src]) {
                 self.check_still_live(h)?;
@@ -163,7 +167,7 @@ impl Inner {
         let started = start(e, channel)?;
         let kicks = &self.kicks[channel as usize];
         kicks.store(kicks.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
-        Ok(started)
+        Ok((started, claim))
     }
 
     /// A handle that passed [`Inner::desc_set`]'s checks is still live in its owner's table.
@@ -235,13 +239,9 @@ impl Inner {
         self.with_caller_work(|work| {
             self.wait_helping(WaitFor { watch, cheap: true, engine_reports: true }, helping, |inner| {
                 // At the front of its ring, it is taken there: counting it into the engine's
-                // table of arrivals and out again would answer the same. The engine lock
-                // serialises the ring's consumers.
-                if let Some(v) = wanted.filter(|v| ring.front() == Some(*v)) {
-                    let _consumer = lock(&inner.engine);
-                    if ring.take_front_if(v) {
-                        return Ok(true);
-                    }
+                // table of arrivals and out again would answer the same.
+                if wanted.is_some_and(|v| ring.take_front_if(v)) {
+                    return Ok(true);
                 }
                 let now = (bell.load(Ordering::Acquire), inner.drained.load(Ordering::Acquire));
                 if ring.is_empty() && seen == Some(now) {

@@ -7,6 +7,7 @@
 use crate::boot;
 use crate::config::{Config, ConfigError};
 use crate::heap::Heap;
+use crate::replay::Replays;
 use crate::ring::Producer;
 use crate::segment::{state, Segment, HEAP};
 use crate::store_lock::StoreLock;
@@ -69,9 +70,14 @@ pub(crate) struct Inner {
     /// Counts the drains of the notification rings that took entries (under the engine lock):
     /// a waiter whose notification another thread moved into the engine sees it change.
     pub drained: AtomicU64,
-    /// A caller is carrying out the run of each channel alone ([`crate::inline`]): the engine
-    /// already counts it done, but the bytes may not all be written yet.
+    /// The claim of each channel ([`crate::replay::Claim`]): held while a thread starts it or
+    /// sets its chain, and while a caller carries out its run alone ([`crate::inline`]), when
+    /// the engine already counts the run done but the bytes may not all be written yet.
     pub carrying: [AtomicBool; CHANNELS],
+    /// The run each channel's next kick may repeat without the engine ([`crate::replay`]).
+    pub replays: Replays,
+    /// Nodes marked dead (bit per node), as the engine knows them: a repeat checks it.
+    pub dead: AtomicU32,
     /// Kicks of each channel that started a run (counted under the engine lock), and the kick
     /// whose run a caller last finished alone: equal, `tcaWaitDMAC` needs no engine lock.
     pub kicks: [AtomicU32; CHANNELS],
@@ -172,6 +178,8 @@ impl ShmFabric {
             offering: (0..size).map(|_| AtomicBool::new(false)).collect(),
             shares_copied: AtomicU64::new(0),
             carrying: Default::default(),
+            replays: Replays::default(),
+            dead: AtomicU32::new(0),
             kicks: Default::default(),
             finished_alone: Default::default(),
             unfenced: AtomicU32::new(0),

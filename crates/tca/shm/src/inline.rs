@@ -9,29 +9,34 @@
 //! more such waits after it. Here everything that needs a lock is done before the copy, in
 //! the same hold of the engine lock as the kick: the write is reported done at once, the
 //! engine's answer (the notification, the end of the run) taken, the channel marked as carried
-//! ([`Inner::carrying`]); then, still before the copy, the descriptor is read from its table
+//! (the claim kept); then, still before the copy, the descriptor is read from its table
 //! in chaining mode and the producer lock of the destination's ring taken. A run of one write
 //! with at most a notification to another rank is taken whole by the protocol core
 //! ([`Engine::start_posted`]: none of its actions goes through the engine's queue); the first
 //! entry of a longer chain, or a run that also notifies this rank, is taken from the queue
 //! ([`Inner::take_alone`]). Then the payload and the notification are plain stores, the
 //! notification a release store after the data, and nothing after them is a read-modify-write:
-//! the mark and the producer lock are given back with plain stores.
+//! the claim and the producer lock are given back with plain stores.
 //!
-//! What the engine cannot know, the mark covers: a `tcaWaitDMAC` of another thread that finds
-//! the run done waits for the mark to clear, and a kick or `tcaDescSet` of the channel is
-//! refused as busy while it is set. The look at the destination's sleeping waiters after the
-//! notification is not fenced (a fence would wait for the stores); the next DMA call of this
-//! process looks again behind a fence ([`Inner::settle_notify`]), and a sleeper missed by both
-//! wakes at the end of its sleep slice.
+//! What the engine cannot know, the channel's claim covers ([`crate::replay::Claim`], taken
+//! by the kick and kept until the run is written): a `tcaWaitDMAC` of another thread that
+//! finds the run done waits for the claim to be given back, and a kick or `tcaDescSet` of the
+//! channel is refused as busy while it is held. A run taken whole is kept with the channel,
+//! and the next kicks repeat it without the engine lock ([`crate::replay`]).
+//!
+//! The look at the destination's sleeping waiters after the notification is not fenced (a
+//! fence would wait for the stores); the next DMA call of this process looks again behind a
+//! fence ([`Inner::settle_notify`]), and a sleeper missed by both wakes at the end of its
+//! sleep slice.
 
 use crate::fabric::{lock, Inner};
+use crate::replay::{Claim, Replay};
 use crate::segment::Segment;
 use std::sync::atomic::{fence, Ordering};
 use tca_proto::{Action, DescriptorSource, Engine, PostedRun, TcaResult, Write};
 
-/// A run taken whole under the engine lock, to carry out with plain stores.
-struct Alone {
+/// A run taken whole, to carry out with plain stores.
+pub(crate) struct Alone {
     channel: u8,
     /// The kick of the run ([`Inner::kicks`]).
     kick: u32,
@@ -42,6 +47,13 @@ struct Alone {
     done: bool,
     /// (destination, slot, tag) of the notification to another rank.
     notify: Option<(u16, u16, u32)>,
+}
+
+impl Alone {
+    /// A repeat of a run kept for it, as kick `kick` of `channel` ([`crate::replay`]).
+    pub(crate) fn repeat(channel: u8, kick: u32, r: Replay) -> Alone {
+        Alone { channel, kick, fetch: r.fetch, write: r.write, done: true, notify: r.notify }
+    }
 }
 
 impl Inner {
@@ -55,24 +67,32 @@ impl Inner {
                 // Messages from peers wait for the next progress (their sender rang the
                 // engine thread).
                 self.report(&mut e, work);
-                let r = self.kick_with(&mut e, channel, Engine::start_posted);
-                let posted = r.as_ref().ok().copied().flatten();
-                let alone = match posted {
-                    Some(run) => Some(self.take_posted(channel, run)),
-                    None => {
-                        self.take_actions(&mut e, work);
-                        if r.is_ok() {
-                            self.take_alone(&mut e, channel, &mut work.batch)
-                        } else {
-                            None
+                match self.kick_with(&mut e, channel, Engine::start_posted) {
+                    Ok((Some(run), mut claim)) => {
+                        let a = self.take_posted(channel, run);
+                        let entry = e.chain(channel).ok().flatten().and_then(|c| c.entries().first().copied());
+                        if let Some(entry) = entry {
+                            let (write, notify, fetch) = (a.write, a.notify, a.fetch);
+                            *claim.replay() = Some(Replay { write, notify, handles: [entry.dst, entry.src], fetch });
                         }
+                        (Ok(()), Some((a, Some(claim))))
                     }
-                };
-                (r.map(|_| ()), alone)
+                    Ok((None, claim)) => {
+                        self.take_actions(&mut e, work);
+                        let alone = self.take_alone(&mut e, channel, &mut work.batch);
+                        // The claim stays with a run carried out to its end.
+                        let claim = Some(claim).filter(|_| alone.as_ref().is_some_and(|a| a.done));
+                        (Ok(()), alone.map(|a| (a, claim)))
+                    }
+                    Err(err) => {
+                        self.take_actions(&mut e, work);
+                        (Err(err), None)
+                    }
+                }
             };
-            if let Some(a) = alone {
+            if let Some((a, claim)) = alone {
                 self.send_refusals(work);
-                self.carry_alone(&a);
+                self.carry_alone(&a, claim);
             }
             // What the run did not allow, or what else was taken, goes the general way.
             self.carry_taken(work);
@@ -80,9 +100,8 @@ impl Inner {
         })
     }
 
-    /// The run [`Engine::start_posted`] took whole, marked as carried.
+    /// The run [`Engine::start_posted`] took whole.
     fn take_posted(&self, channel: u8, run: PostedRun) -> Alone {
-        self.carrying[channel as usize].store(true, Ordering::Relaxed);
         let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
         let notify = run.notify.map(|n| (n.dst_node, n.slot, n.tag));
         let fetch = run.source == DescriptorSource::HostMemory;
@@ -119,16 +138,14 @@ impl Inner {
                 other => batch.push(other),
             }
         }
-        if done {
-            self.carrying[channel as usize].store(true, Ordering::Relaxed);
-        }
         let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
         Some(Alone { channel, kick, fetch: false, write, done, notify })
     }
 
     /// The copy and the notification of a run taken whole; nothing after the first store into
-    /// the peer's segment is a read-modify-write, unless a waiter of the peer sleeps.
-    fn carry_alone(&self, a: &Alone) {
+    /// the peer's segment is a read-modify-write, unless a waiter of the peer sleeps. `claim`
+    /// is the channel's, held for a run carried out to its end, given back last.
+    pub(crate) fn carry_alone(&self, a: &Alone, claim: Option<Claim<'_>>) {
         if a.fetch {
             self.fetch_descriptor(a.channel, 0);
         }
@@ -156,7 +173,11 @@ impl Inner {
         if a.done {
             self.finished_alone[a.channel as usize].store(a.kick, Ordering::Release);
         }
-        self.carrying[a.channel as usize].store(false, Ordering::Release);
+        let mut claim = claim;
+        if let (Some(c), true) = (claim.as_mut(), dead.is_some()) {
+            *c.replay() = None;
+        }
+        drop(claim);
         drop(producer);
         if let Some(dst) = dead {
             self.mark_dead(dst);
@@ -195,8 +216,9 @@ impl Inner {
         }
     }
 
-    /// Waits while a caller carries out the run of `channel` alone (microseconds: a copy of at
-    /// most [`crate::dma::INLINE_BYTES`], or a push into a full ring, bounded by the timeout).
+    /// Waits while another thread holds the claim of `channel`: a caller carrying out its run
+    /// alone (microseconds: a copy of at most [`crate::dma::INLINE_BYTES`], or a push into a
+    /// full ring, bounded by the timeout), or a kick or `tcaDescSet` in progress.
     pub(crate) fn wait_carried(&self, channel: u8) {
         let mark = &self.carrying[channel as usize % self.carrying.len()];
         while mark.load(Ordering::Acquire) {

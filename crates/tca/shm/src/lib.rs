@@ -15,7 +15,9 @@
 //!   notifications) and carries them out with `memcpy` into the mapped segments, then reports
 //!   completions back. Notifications are entries of a single-producer ring in the
 //!   destination's segment, announced by a doorbell word. The copy of a large write is shared
-//!   with a thread of the destination spinning in a wait for it ([`shared_copy`]).
+//!   with a thread of the destination spinning in a wait for it ([`shared_copy`]). A short
+//!   chain is carried out by the caller ([`inline`]), and a chain of one write kicked again
+//!   unchanged is repeated without the engine ([`replay`]).
 //!
 //! Every handle is checked against its owner's handle table in shared memory before each DMA
 //! kick and each PIO store ([`memory`]): a write through a destroyed or freed handle fails on
@@ -47,6 +49,7 @@ pub mod heap;
 pub mod inline;
 pub mod memory;
 pub mod pio;
+pub mod replay;
 pub mod ring;
 pub mod segment;
 pub mod shared_copy;

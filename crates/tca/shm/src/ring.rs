@@ -1,8 +1,11 @@
 //! The single-producer, single-consumer rings of a segment: notifications (one 64-bit entry
 //! each) and proxy-read messages ([`MSG_BYTES`] each), one ring per sending node.
 //!
-//! A ring has one producer (threads of the sending process, serialised by its producer lock)
-//! and one consumer at a time (the owning process, under its engine lock).
+//! A ring has one producer (threads of the sending process, serialised by its producer lock).
+//! A notification ring's consumers are the threads of the owning process: each takes an entry
+//! by moving `tail` past it with a compare-and-swap, so a waiter takes the entry it waits for
+//! without the engine lock while another thread drains the ring into the engine. A message
+//! ring has one consumer at a time (under the engine lock).
 //!
 //! A notification entry carries its own lap number, so that a notification is one store into
 //! one cache line of the receiver (as a PIO flag is): the producer writes the entry with
@@ -72,38 +75,45 @@ impl Ring {
         self.slots[tail as usize % RING_SLOTS].load(Ordering::Acquire) >> LAP_SHIFT != lap(tail)
     }
 
-    /// The oldest entry, if one waits (no lock needed; only the consumer may take it).
+    /// The oldest entry, if one waits.
     #[inline]
     pub fn front(&self) -> Option<u64> {
-        let tail = self.tail.0.load(Ordering::Relaxed);
+        self.entry_at(self.tail.0.load(Ordering::Acquire))
+    }
+
+    /// The entry at `tail`, if one waits there.
+    #[inline]
+    fn entry_at(&self, tail: u32) -> Option<u64> {
         let v = self.slots[tail as usize % RING_SLOTS].load(Ordering::Acquire);
         (v >> LAP_SHIFT == lap(tail)).then_some(v & ((1 << LAP_SHIFT) - 1))
     }
 
-    /// Takes the oldest entry if it is `value`.
+    /// Takes the oldest entry if it is `value`; false when it is not, or another consumer took
+    /// it first.
+    #[inline]
     pub fn take_front_if(&self, value: u64) -> bool {
-        if self.front() != Some(value) {
-            return false;
-        }
-        let tail = self.tail.0.load(Ordering::Relaxed);
-        self.tail.0.store(tail.wrapping_add(1), Ordering::Release);
-        true
+        let tail = self.tail.0.load(Ordering::Acquire);
+        self.entry_at(tail) == Some(value) && self.take(tail)
+    }
+
+    /// Moves `tail` past the entry at `tail`; false when another consumer moved it first. The
+    /// producer writes an entry only once `tail` has passed the entry a lap before it, so a
+    /// value read at `tail` before a successful swap is the entry taken.
+    #[inline]
+    fn take(&self, tail: u32) -> bool {
+        self.tail.0.compare_exchange(tail, tail.wrapping_add(1), Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// Takes every entry, oldest first.
     pub fn drain(&self, mut f: impl FnMut(u64)) {
-        let start = self.tail.0.load(Ordering::Relaxed);
-        let mut tail = start;
-        loop {
-            let v = self.slots[tail as usize % RING_SLOTS].load(Ordering::Acquire);
-            if v >> LAP_SHIFT != lap(tail) {
-                break;
+        let mut tail = self.tail.0.load(Ordering::Acquire);
+        while let Some(v) = self.entry_at(tail) {
+            if self.take(tail) {
+                f(v);
+                tail = tail.wrapping_add(1);
+            } else {
+                tail = self.tail.0.load(Ordering::Acquire);
             }
-            f(v & ((1 << LAP_SHIFT) - 1));
-            tail = tail.wrapping_add(1);
-        }
-        if tail != start {
-            self.tail.0.store(tail, Ordering::Release);
         }
     }
 }
@@ -243,6 +253,61 @@ mod tests {
         ring.drain(|v| rest.push(v));
         assert_eq!(rest, [b]);
         assert!(ring.is_empty() && ring.front().is_none());
+    }
+
+    /// A producer and three consumers at once (two taking the entries they wait for from the
+    /// front, one draining): every entry is taken exactly once, across many laps.
+    #[test]
+    fn consumers_racing_take_each_entry_once() {
+        const ENTRIES: u64 = 200_000;
+        // SAFETY: all-zero bytes are a valid empty ring (atomics only).
+        let ring: Box<Ring> = unsafe { Box::new(std::mem::zeroed()) };
+        let taken: Vec<AtomicU32> = (0..ENTRIES).map(|_| AtomicU32::new(0)).collect();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let record = |v: u64| taken[(v & 0xffff_ffff) as usize].fetch_add(1, Ordering::Relaxed);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut p = Producer::default();
+                for i in 0..ENTRIES {
+                    while !ring.push(&mut p, encode_notify((i % 3) as u16, i as u32)) {
+                        std::hint::spin_loop();
+                    }
+                }
+                done.store(true, Ordering::Release);
+            });
+            for slot in 0..2u16 {
+                let (ring, done, record) = (&ring, &done, &record);
+                s.spawn(move || {
+                    let mut next = u64::from(slot);
+                    while !done.load(Ordering::Acquire) || !ring.is_empty() {
+                        // Asks for entries of its slot in order; those it misses are drained.
+                        if ring.take_front_if(encode_notify(slot, next as u32)) {
+                            record(encode_notify(slot, next as u32));
+                        }
+                        if let Some(v) = ring.front() {
+                            let i = v & 0xffff_ffff;
+                            if i % 3 == u64::from(slot) && i > next {
+                                next = i;
+                            }
+                        }
+                    }
+                });
+            }
+            s.spawn(|| {
+                while !done.load(Ordering::Acquire) || !ring.is_empty() {
+                    ring.drain(|v| {
+                        record(v);
+                    });
+                }
+            });
+        });
+        let wrong: Vec<usize> = (0..ENTRIES as usize).filter(|&i| taken[i].load(Ordering::Relaxed) != 1).collect();
+        assert!(
+            wrong.is_empty(),
+            "{} entries not taken exactly once, first {:?}",
+            wrong.len(),
+            &wrong[..wrong.len().min(5)]
+        );
     }
 
     proptest::proptest! {

@@ -221,7 +221,10 @@ impl Inner {
 
     /// Tells the engine a peer is gone: its runs fail, waits for it fail.
     pub(crate) fn mark_dead(&self, node: u16) {
-        let _ = lock(&self.engine).handle_peer_dead(node);
+        let mut e = lock(&self.engine);
+        let _ = e.handle_peer_dead(node);
+        self.dead.fetch_or(1 << node.min(31), Ordering::Release);
+        drop(e);
         let h = self.own().header();
         Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
         Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);

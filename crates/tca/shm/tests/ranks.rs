@@ -104,6 +104,15 @@ fn threads_sharing_a_channel_lose_and_double_no_run() {
 }
 
 #[test]
+fn a_chain_kicked_again_and_again_carries_each_run_once() {
+    for n in [2u16, 3] {
+        // A short timeout: the scenario waits for a notification that must not come.
+        let o = run("repeated-runs", n, &[("TCA_TIMEOUT_MS", "600")]);
+        assert!(o.codes.iter().all(|c| *c == Some(0)), "{n} ranks: {:?}\n{}", o.codes, o.out);
+    }
+}
+
+#[test]
 fn a_chain_set_while_the_channel_runs_waits_then_runs() {
     for n in [2u16, 4, 8] {
         let o = run("set-while-running", n, &[]);

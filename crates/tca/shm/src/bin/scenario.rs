@@ -13,7 +13,9 @@
 //! quickly), `silent-peer` (rank 1 never sends; the others must time out), `shm-full` (an
 //! allocation larger than `/dev/shm` fails cleanly), `policy` (prints how waits behave),
 //! `shared-channel` (two threads of each rank start and wait on one channel: every kick is
-//! run or refused as busy, and every run's notification arrives once), `set-while-running`
+//! run or refused as busy, and every run's notification arrives once), `repeated-runs` (a
+//! chain kicked again and again carries fresh bytes and one notification each time; set again,
+//! it is replaced; its handles destroyed or freed, it fails), `set-while-running`
 //! (a chain set on a channel right after its start waits for the run, then runs with its data),
 //! `shared-copy` (ping-pong of large writes of odd sizes and offsets, whose copies a waiting
 //! receiver shares: every byte arrives, and the receivers did share).
@@ -548,6 +550,75 @@ fn shared_channel(f: &ShmFabric) -> Check {
     ok("finalize", f.finalize())
 }
 
+/// A chain set once and kicked again and again (repeated without the engine,
+/// `tca_shm::replay`): every run carries the source's bytes of that moment and one
+/// notification; a chain set again replaces the repeated run; a run into a handle its owner
+/// destroyed since, or from a freed own handle, fails as a first run would.
+fn repeated_runs(f: &dyn Fabric) -> Check {
+    let (me, n) = me_n(f)?;
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    let (_, src) = buffer(f, 4096, MemoryType::Cpu)?;
+    let (_, dst) = buffer(f, 4096, MemoryType::Cpu)?;
+    let dsts = exchange(f, &dst)?;
+    let srcs = exchange(f, &src)?;
+    let from_prev = &srcs[prev as usize];
+    let arrived = |off: u64, seed: u64, what: &str| -> Check {
+        let mut want = vec![0u8; 64];
+        fill(&mut want, seed << 8 | u64::from(prev));
+        let mut got = vec![0u8; 64];
+        ok("read", f.read(&dst, off, &mut got))?;
+        if got != want {
+            return Err(format!("{what}: the payload of rank {prev} did not arrive"));
+        }
+        Ok(())
+    };
+    for mode in [DmaMode::Register, DmaMode::Chaining] {
+        let mut d = Desc::new();
+        ok("mode", d.set_mode(Some(mode)))?;
+        ok("set_memcpy", d.set_memcpy(&dsts[next as usize], 0, &src, 0, 64, DmaFlags::NOTIFY, 2, 9))?;
+        ok("desc_set", f.desc_set(1, &d))?;
+        for round in 0..50u64 {
+            fill_at(f, &src, 0, 64, round << 8 | u64::from(me))?;
+            ok("start", f.start_dma(1))?;
+            ok("wait channel", f.wait_dmac(1))?;
+            ok("wait recv", f.wait_dma_recv(from_prev, 2, 9))?;
+            arrived(0, round, &format!("{mode:?} run {round}"))?;
+            // The next fill must not reach the previous rank before it has checked.
+            ok("barrier", f.barrier())?;
+        }
+    }
+    // No notification is left over: one run, one notification (the test sets a short
+    // timeout).
+    ck("no extra notification", f.wait_dma_recv(from_prev, 2, 9), TcaError::Timeout)?;
+    // Another chain on the channel: its own offset and tag.
+    let mut d = Desc::new();
+    ok("set_memcpy", d.set_memcpy(&dsts[next as usize], 128, &src, 0, 64, DmaFlags::NOTIFY, 2, 10))?;
+    ok("desc_set again", f.desc_set(1, &d))?;
+    fill_at(f, &src, 0, 64, 77 << 8 | u64::from(me))?;
+    ok("start new chain", f.start_dma(1))?;
+    ok("wait channel", f.wait_dmac(1))?;
+    ok("wait recv new tag", f.wait_dma_recv(from_prev, 2, 10))?;
+    arrived(128, 77, "the chain set again")?;
+    ok("start new chain again", f.start_dma(1))?;
+    ok("wait recv new tag again", f.wait_dma_recv(from_prev, 2, 10))?;
+    ok("barrier", f.barrier())?;
+    // The destination's owner destroys it; this rank's own source is freed on channel 2.
+    ok("destroy", f.destroy_handle(&dst))?;
+    let (s2, h2) = buffer(f, 64, MemoryType::Cpu)?;
+    ok("barrier", f.barrier())?;
+    ck("repeat into a destroyed handle", f.start_dma(1), TcaError::InvalidHandle)?;
+    let mut d3 = Desc::new();
+    let (_, live) = buffer(f, 64, MemoryType::Cpu)?;
+    let lives = exchange(f, &live)?;
+    ok("set_memcpy", d3.set_memcpy(&lives[next as usize], 0, &h2, 0, 64, DmaFlags::NONE, 0, 0))?;
+    ok("desc_set", f.desc_set(2, &d3))?;
+    ok("start", f.start_dma(2))?;
+    ok("wait channel", f.wait_dmac(2))?;
+    ok("free own source", f.free(s2))?;
+    ck("repeat from a freed own handle", f.start_dma(2), TcaError::InvalidHandle)?;
+    ok("barrier", f.barrier())
+}
+
 /// Each rank sets a chain that reads 1 MiB from the previous rank (a proxy read: the run waits
 /// for that rank's driver) on channel 0, starts it, and at once, the run in flight, sets a
 /// 4 KiB chain to the next rank on the same channel, which must succeed once the first run is
@@ -661,6 +732,7 @@ fn main() -> ExitCode {
         "shm-full" => shm_full(&f),
         "policy" => policy(&f),
         "shared-channel" => shared_channel(&f),
+        "repeated-runs" => repeated_runs(&f),
         "set-while-running" => set_while_running(&f),
         "shared-copy" => shared_copy(&f),
         other => Err(format!("unknown scenario {other:?}")),
