@@ -172,6 +172,87 @@ static void inline_wait(int me, int n, const tcaHandle *mine, const tcaHandle *a
     EXPECT(tcaBarrier(), TCA_SUCCESS);
 }
 
+/*
+ * The header's inline tcaWaitDMARecvDesc: notifications to this rank are taken inline exactly
+ * when waits on its memory are (`spin_view`), from the ring of the sending rank; what it
+ * cannot take (this rank's own or a malformed handle, a rank outside the job, a bad slot)
+ * gets the library's answer; a notification behind another one in its ring, one the library
+ * already holds, and one that comes after the inline polls are waited for by the library.
+ * Each notification is taken once.
+ */
+static void send_notify(tcaDesc *d, const tcaHandle *to, const tcaHandle *from, int tag)
+{
+    EXPECT(tcaDescSetMemcpy(d, to, 0, from, 0, 4, tcaDMANotify, 5, tag), TCA_SUCCESS);
+    EXPECT(tcaDescSet(d, 0), TCA_SUCCESS);
+    EXPECT(tcaStartDMADesc(0), TCA_SUCCESS);
+    EXPECT(tcaWaitDMAC(0), TCA_SUCCESS);
+}
+
+static void inline_recv(int me, int n, const tcaHandle *mine, const tcaHandle *all, int spin_view)
+{
+    const tcaDMAWaitView *v = &tca_dma_wait_view;
+    int view = tca_pio_epoch != 0 && v->epoch == tca_pio_epoch;
+    if (view != spin_view) {
+        fprintf(stderr, "rank %d: notifications waited for inline: %d, expected %d\n", me, view, spin_view);
+        failures++;
+    }
+    int from = (me + n - 1) % n, next = (me + 1) % n;
+    tcaHandle bad[6];
+    for (int k = 0; k < 6; k++) bad[k] = all[from];
+    bad[0].bytes[0] = 'X';    /* magic */
+    bad[1].bytes[6] = 2;      /* memory type */
+    bad[2].bytes[7] = 1;      /* reserved byte */
+    bad[3].bytes[29] = 1;     /* reserved word */
+    memset(bad[4].bytes + 24, 0, 4); /* id 0 */
+    bad[5].bytes[4] = (uint8_t)n; /* a node outside the job */
+    if (view) {
+        uint8_t *ring = tca_notify_ring(v, &all[from]);
+        if (ring != v->rings + from * v->ring_bytes || tca_notify_ring(v, mine) != NULL || tca_notify_ring(v, NULL)) {
+            fprintf(stderr, "rank %d: the ring from rank %d is not found where it lies\n", me, from);
+            failures++;
+        }
+        for (int k = 0; k < 6; k++) {
+            if (tca_notify_ring(v, &bad[k]) != NULL) {
+                fprintf(stderr, "rank %d: malformed handle %d is waited for inline\n", me, k);
+                failures++;
+            }
+        }
+    }
+    EXPECT(tcaWaitDMARecvDesc(&all[from], TCA_NOTIFY_SLOTS, 1), TCA_ERROR_INVALID_SLOT);
+    EXPECT(tcaWaitDMARecvDesc(&all[from], -1, 1), TCA_ERROR_INVALID_ARGUMENT);
+    EXPECT(tcaWaitDMARecvDesc(NULL, 5, 1), TCA_ERROR_INVALID_ARGUMENT);
+    for (int k = 0; k < 5; k++) EXPECT(tcaWaitDMARecvDesc(&bad[k], 5, 1), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaWaitDMARecvDesc(&bad[5], 5, 1), TCA_ERROR_INVALID_NODE);
+
+    /* Tags 1 and 2 in order, then 4 before 3 (3 is at the front: the library takes 4 and
+     * holds 3, which the next wait asks it for). */
+    tcaDesc *d = tcaDescNew();
+    for (int tag = 1; tag <= 4; tag++) send_notify(d, &all[next], mine, tag);
+    EXPECT(tcaWaitDMARecvDesc(&all[from], 5, 1), TCA_SUCCESS);
+    EXPECT(tcaWaitDMARecvDesc(&all[from], 5, 2), TCA_SUCCESS);
+    if (view && *v->helper != 0) {
+        fprintf(stderr, "rank %d: an inline wait left its announcement\n", me);
+        failures++;
+    }
+    EXPECT(tcaWaitDMARecvDesc(&all[from], 5, 4), TCA_SUCCESS);
+    if (view && *v->held == 0) {
+        fprintf(stderr, "rank %d: the library holds tag 3, its mirror says not\n", me);
+        failures++;
+    }
+    EXPECT(tcaWaitDMARecvDesc(&all[from], 5, 3), TCA_SUCCESS);
+    /* A notification sent 3 ms later, long after the inline polls: rank 0 waits first, every
+     * other rank sends after 3 ms, then waits. */
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    if (me != 0) {
+        usleep(3000);
+        send_notify(d, &all[next], mine, 6);
+    }
+    EXPECT(tcaWaitDMARecvDesc(&all[from], 5, 6), TCA_SUCCESS);
+    if (me == 0) send_notify(d, &all[next], mine, 6);
+    EXPECT(tcaDescFree(d), TCA_SUCCESS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+}
+
 static void inline_pio(int me, int n)
 {
     enum { BYTES = 32768 };
@@ -244,6 +325,7 @@ static void inline_pio(int me, int n)
     }
     inline_wait(me, n, &mine, all, buf, BYTES, ncpus >= n);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
+    if (n > 1) inline_recv(me, n, &mine, all, tca_pio_wait_view.epoch == tca_pio_epoch && tca_pio_epoch != 0);
     EXPECT(tcaDestroyHandle(&mine), TCA_SUCCESS);
     /* The word still holds the value, but the handle is gone. */
     if (tca_wait_word(&tca_pio_wait_view, &mine, 0) != NULL) {

@@ -238,15 +238,17 @@ tcaresult tcaSendPIOCommit(void);
  * failing when rank `peer` dies or after the timeout (the receiving side of PIO). */
 tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int peer);
 
-/* tcaSendPIO, tcaSendPIOCommit and tcaWaitPIO without a library call (GNU C; the functions
- * above stay, and `(tcaSendPIO)(...)` or `&tcaSendPIO` reach them). On the shm fabric a store
- * into a window whose handle is live, a non-zero multiple of 4 bytes up to TCA_PIO_INLINE_MAX,
- * within the window, is a memcpy into the peer's mapped memory, and a commit is a release
- * fence: the CPU stores of seed 000 §3.5.1 without the cost of a call. A wait on a live handle
- * of this rank polls the word for TCA_PIO_WAIT_POLLS rounds and returns when it holds the
- * value. Every other case (the simulator, ranks outnumbering CPUs, a destroyed handle, a bad
- * size, offset or peer, after tcaFinalize, a value that has not come yet) calls the library,
- * which checks everything and returns the error or waits. docs/shm-fabric.md. */
+/* tcaSendPIO, tcaSendPIOCommit, tcaWaitPIO and tcaWaitDMARecvDesc without a library call (GNU
+ * C; the functions stay, and `(tcaSendPIO)(...)` or `&tcaSendPIO` reach them). On the shm
+ * fabric a store into a window whose handle is live, a non-zero multiple of 4 bytes up to
+ * TCA_PIO_INLINE_MAX, within the window, is a memcpy into the peer's mapped memory, and a
+ * commit is a release fence: the CPU stores of seed 000 §3.5.1 without the cost of a call. A
+ * wait on a live handle of this rank polls the word for TCA_PIO_WAIT_POLLS rounds and returns
+ * when it holds the value. A wait for a notification from another rank polls the front of
+ * that rank's ring for as long and takes the notification there. Every other case (the
+ * simulator, ranks outnumbering CPUs, a destroyed handle, a bad size, offset, slot or peer,
+ * after tcaFinalize, a value or notification that has not come yet) calls the library, which
+ * checks everything and returns the error or waits. docs/shm-fabric.md. */
 #if defined(__GNUC__) && !defined(TCA_NO_INLINE_PIO)
 /* Non-zero while this process's shm fabric is initialised (a value of its own each time). */
 extern uint64_t tca_pio_epoch;
@@ -340,9 +342,87 @@ static __inline__ tcaresult tca_wait_pio_inline(const tcaHandle *handle, size_t 
     return (tcaWaitPIO)(handle, offset, value, peer);
 }
 
+/* This rank's notification rings, valid while epoch == tca_pio_epoch (set by tcaInit on the shm
+ * fabric when waits spin). The ring from node n starts at rings + n * ring_bytes: its position
+ * (uint32_t: entries taken so far) first, then ring_slots entries from `entries` bytes in. The
+ * entry at position p is (p / ring_slots % 0xffff + 1) << 48 | slot << 32 | tag once written. */
+typedef struct tcaDMAWaitView {
+    uint64_t epoch;
+    uint8_t *rings;
+    uint64_t ring_bytes;
+    uint32_t ring_slots, entries;
+    const uint32_t *held;  /* non-zero while the library holds notifications that arrived */
+    uint32_t *helper;      /* node + 1 while a waiter spins for node */
+    const uint8_t *shares; /* uint32_t at shares + n * share_bytes: 1 while node n offers a share */
+    uint64_t share_bytes;
+    uint16_t node, nodes;
+} tcaDMAWaitView;
+extern tcaDMAWaitView tca_dma_wait_view;
+
+/* The ring of node `node`'s notifications to this rank, if h is a handle the library accepts
+ * of another rank of the job (only its node matters: its owner may have destroyed it). */
+static __inline__ uint8_t *tca_notify_ring(const tcaDMAWaitView *v, const tcaHandle *h)
+{
+    uint16_t node;
+    uint32_t id, zero;
+    uint64_t addr, size;
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    return NULL; /* the wire form is little-endian */
+#endif
+    if (h == NULL || memcmp(h->bytes, "TCAh", 4) != 0 || h->bytes[6] > 1 || h->bytes[7] != 0)
+        return NULL;
+    memcpy(&node, h->bytes + 4, 2);
+    memcpy(&addr, h->bytes + 8, 8);
+    memcpy(&size, h->bytes + 16, 8);
+    memcpy(&id, h->bytes + 24, 4);
+    memcpy(&zero, h->bytes + 28, 4);
+    if (zero != 0 || id == 0 || size == 0 || addr + size < addr || node >= v->nodes || node == v->node)
+        return NULL;
+    return v->rings + node * v->ring_bytes;
+}
+
+static __inline__ tcaresult tca_wait_dma_recv_inline(const tcaHandle *handle, int wait_slot, int wait_tag)
+{
+    const tcaDMAWaitView *v = &tca_dma_wait_view;
+    uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
+    uint8_t *ring;
+    if (epoch != 0 && v->epoch == epoch && wait_slot >= 0 && wait_slot < TCA_NOTIFY_SLOTS &&
+        (ring = tca_notify_ring(v, handle)) != NULL && __atomic_load_n(v->held, __ATOMIC_ACQUIRE) == 0) {
+        uint32_t *position = (uint32_t *)ring;
+        const uint64_t *entries = (const uint64_t *)(ring + v->entries);
+        uint16_t node;
+        const uint32_t *offer;
+        uint64_t want = (uint64_t)(uint32_t)wait_slot << 32 | (uint32_t)wait_tag;
+        int i;
+        memcpy(&node, handle->bytes + 4, 2);
+        offer = (const uint32_t *)(v->shares + node * v->share_bytes);
+        __atomic_store_n(v->helper, node + 1u, __ATOMIC_RELAXED);
+        for (i = 0; i < TCA_PIO_WAIT_POLLS; i++) {
+            uint32_t p = __atomic_load_n(position, __ATOMIC_ACQUIRE);
+            uint64_t e = __atomic_load_n(&entries[p & (v->ring_slots - 1)], __ATOMIC_ACQUIRE);
+            if (e >> 48 == p / v->ring_slots % 0xffff + 1) {
+                if ((e & 0xffffffffffffull) != want)
+                    break; /* another notification first: the library counts it */
+                if (__atomic_compare_exchange_n(position, &p, p + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                    __atomic_store_n(v->helper, 0, __ATOMIC_RELAXED);
+                    return TCA_SUCCESS;
+                }
+                continue; /* another thread took it */
+            }
+            if (__atomic_load_n(offer, __ATOMIC_RELAXED) == 1)
+                break; /* a share of a large write to copy: the library does */
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+    return (tcaWaitDMARecvDesc)(handle, wait_slot, wait_tag);
+}
+
 #define tcaSendPIO(pio, offset, src, size) tca_send_pio_inline(pio, offset, src, size)
 #define tcaSendPIOCommit() tca_send_pio_commit_inline()
 #define tcaWaitPIO(handle, offset, value, peer) tca_wait_pio_inline(handle, offset, value, peer)
+#define tcaWaitDMARecvDesc(handle, wait_slot, wait_tag) tca_wait_dma_recv_inline(handle, wait_slot, wait_tag)
 #endif
 
 /* ---- bootstrap without MPI (extensions) ---- */

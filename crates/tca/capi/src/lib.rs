@@ -20,6 +20,7 @@ pub mod coll;
 mod coll_guard;
 pub mod cuda;
 pub mod desc_table;
+pub mod dma_direct;
 pub mod pio_direct;
 pub mod registry;
 pub mod results;

@@ -77,8 +77,9 @@ fn enums_and_sizes_match() {
     assert!(text.contains(&format!("typedef struct tcaPIOHandle {{\n    uint8_t bytes[{PIO_REGION_BYTES}];")));
 }
 
-/// The header's inline PIO stores use the library's limit and `tcaPIOHandle`'s layout, and the
-/// header compiles as C89, C99 (pedantic) and C++11 with them, or without them.
+/// The header's inline PIO stores and waits use the library's limit and the layouts of
+/// `tcaPIOHandle` and the views, and the header compiles as C89, C99 (pedantic) and C++11 with
+/// them, or without them.
 #[test]
 fn inline_pio_matches_the_library() {
     assert_eq!(defines("TCA_PIO_")["TCA_PIO_INLINE_MAX"], tca::pio_direct::INLINE_MAX as i64);
@@ -88,6 +89,9 @@ fn inline_pio_matches_the_library() {
     let (view, slot) = (size_of::<WaitView>(), size_of::<tca_shm::segment::HandleSlot>());
     let (slots, mask, nodes) =
         (offset_of!(WaitView, slots), offset_of!(WaitView, slot_mask), offset_of!(WaitView, nodes));
+    use tca::dma_direct::DmaWaitView as D;
+    let dma = size_of::<D>();
+    let (held, shares, dma_nodes) = (offset_of!(D, held), offset_of!(D, shares), offset_of!(D, nodes));
     let program = format!(
         "#include <stddef.h>\n#include \"tca-api.h\"\n\
          typedef char size_ok[sizeof(tcaPIOHandle) == {size} ? 1 : -1];\n\
@@ -96,9 +100,11 @@ fn inline_pio_matches_the_library() {
          typedef char view_ok[sizeof(tcaPIOWaitView) == {view} && sizeof(tcaHandleSlot) == {slot} ? 1 : -1];\n\
          typedef char fields_ok[offsetof(tcaPIOWaitView, slots) == {slots} && \
            offsetof(tcaPIOWaitView, slot_mask) == {mask} && offsetof(tcaPIOWaitView, nodes) == {nodes} ? 1 : -1];\n\
+         typedef char dma_ok[sizeof(tcaDMAWaitView) == {dma} && offsetof(tcaDMAWaitView, held) == {held} && \
+           offsetof(tcaDMAWaitView, shares) == {shares} && offsetof(tcaDMAWaitView, nodes) == {dma_nodes} ? 1 : -1];\n\
          #endif\n\
          int store(const tcaPIOHandle *p, const void *src) {{ return tcaSendPIO(p, 0, src, 4) + tcaSendPIOCommit(); }}\n\
-         int wait(const tcaHandle *h) {{ return tcaWaitPIO(h, 0, 1, 0); }}\n"
+         int wait(const tcaHandle *h) {{ return tcaWaitPIO(h, 0, 1, 0) + tcaWaitDMARecvDesc(h, 0, 1); }}\n"
     );
     let dir = std::env::temp_dir().join(format!("tca-header-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -193,6 +193,11 @@ impl Engine {
         self.arrived.get(&(src_node, slot, tag)).copied().unwrap_or(0)
     }
 
+    /// Whether any notification arrived and was not consumed.
+    pub fn holds_notifications(&self) -> bool {
+        !self.arrived.is_empty()
+    }
+
     // ---- application commands ----
 
     /// Registers `size` bytes at global address `addr` of this node (`tcaCreateHandle`).

@@ -6,10 +6,10 @@
 
 use crate::fabric::{lock, Inner};
 use crate::replay::Claim;
-use crate::ring::encode_notify;
+use crate::ring::{encode_notify, Ring, RING_SLOTS};
 use crate::segment::Segment;
 use crate::wait::{WaitFor, Watch};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use tca_proto::descriptor::DESCRIPTOR_BYTES;
 use tca_proto::engine::NOTIFY_SLOTS;
 use tca_proto::{Desc, DescEntry, DmaMode, Engine, Handle, TcaError, TcaResult, WaitStatus};
@@ -250,10 +250,66 @@ impl Inner {
                 seen = Some(now);
                 let (status, _) = inner.progress_with(work, |e| {
                     inner.drain_notifications(e);
-                    e.wait_dma_recv(h, slot, tag)
+                    let status = e.wait_dma_recv(h, slot, tag);
+                    inner.note_held(e);
+                    status
                 });
                 Ok(status? == WaitStatus::Ready)
             })
+        })
+    }
+}
+
+/// This rank's notification rings as a caller that waits without a call reads them (the C
+/// header's inline `tcaWaitDMARecvDesc`), with what a spinning waiter announces
+/// ([`crate::shared_copy`]). The ring from node `n` starts `n * ring_bytes` after `rings`: its
+/// consumer position (`u32`, [`crate::ring::Ring::tail`]) first, its entries `entries` bytes in.
+#[derive(Debug, Clone, Copy)]
+pub struct NotifyView {
+    /// The ring from node 0.
+    pub rings: *mut u8,
+    /// Bytes from one ring to the next.
+    pub ring_bytes: u64,
+    /// Entries of a ring ([`crate::ring::RING_SLOTS`]).
+    pub ring_slots: u32,
+    /// Bytes from a ring's start to its first entry.
+    pub entries: u32,
+    /// The engine holds notifications ([`Inner::held`]): the wait must ask it.
+    pub held: *const AtomicU32,
+    /// Where a waiter announces the node it spins for (`node + 1`).
+    pub helper: *const AtomicU32,
+    /// The share slot of node `n` starts `n * share_bytes` after `shares`; its state (`u32`)
+    /// first, 1 while `n` offers a share of a large write ([`crate::shared_copy::CopyShare`]).
+    pub shares: *const u8,
+    /// Bytes from one share slot to the next.
+    pub share_bytes: u64,
+    /// This rank.
+    pub node: u16,
+    /// Ranks of the job.
+    pub nodes: u16,
+}
+
+impl Inner {
+    /// Where a waiter without a call finds this rank's notification rings; `None` as for
+    /// [`Inner::wait_view`].
+    pub(crate) fn notify_view(&self) -> Option<NotifyView> {
+        if self.policy.oversubscribed || self.policy.spin.is_zero() || self.check_live().is_err() {
+            return None;
+        }
+        let own = self.own();
+        let ring0: *const Ring = own.ring(0);
+        let h = own.header();
+        Some(NotifyView {
+            rings: ring0.cast_mut().cast(),
+            ring_bytes: std::mem::size_of::<Ring>() as u64,
+            ring_slots: RING_SLOTS as u32,
+            entries: std::mem::offset_of!(Ring, slots) as u32,
+            held: &self.held,
+            helper: &h.helper.0,
+            shares: (&raw const h.shares).cast(),
+            share_bytes: std::mem::size_of::<crate::shared_copy::CopyShare>() as u64,
+            node: self.cfg.rank,
+            nodes: self.cfg.size,
         })
     }
 }

@@ -226,6 +226,7 @@ impl Inner {
         }
         for (src, slot, tag) in work.local.drain(..) {
             let _ = e.handle_notify_arrived(src, slot, tag);
+            self.note_held(e);
         }
         for m in work.to_self.drain(..) {
             self.apply_msg(e, m, &mut work.refusals);
@@ -263,9 +264,16 @@ impl Inner {
             });
         }
         if took {
+            self.note_held(e);
             // Only holders of the engine lock write it: no read-modify-write needed.
             self.drained.store(self.drained.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
         }
+    }
+
+    /// Mirrors whether the engine holds notifications ([`Inner::held`]); the engine lock held.
+    #[inline]
+    pub(crate) fn note_held(&self, e: &Engine) {
+        self.held.store(u32::from(e.holds_notifications()), Ordering::Release);
     }
 
     /// Pushes a notification into `dst`'s ring for this rank; waits while the ring is full.

@@ -67,6 +67,9 @@ pub(crate) struct Inner {
     /// Threads of this process inside [`Inner::progress`] carrying out actions: a waiter that
     /// sees one yields its CPU instead of spinning (the engine thread may share the CPU).
     pub executing: AtomicU32,
+    /// The engine holds notifications that arrived and were not consumed (a mirror, written
+    /// under the engine lock): a waiter without a call then asks the library at once.
+    pub held: AtomicU32,
     /// Counts the drains of the notification rings that took entries (under the engine lock):
     /// a waiter whose notification another thread moved into the engine sees it change.
     pub drained: AtomicU64,
@@ -186,6 +189,7 @@ impl ShmFabric {
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),
             drained: AtomicU64::new(0),
+            held: AtomicU32::new(0),
             no_free_cpu: u32::from(size) >= policy.cpus,
             shutdown: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -225,6 +229,13 @@ impl ShmFabric {
     /// `None` when every wait must go through [`Fabric::wait_pio`].
     pub fn wait_view(&self) -> Option<crate::pio::WaitView> {
         self.inner.wait_view()
+    }
+
+    /// This rank's notification rings for a caller that waits without a call
+    /// ([`crate::dma::NotifyView`]); `None` when every wait must go through
+    /// [`Fabric::wait_dma_recv`].
+    pub fn notify_view(&self) -> Option<crate::dma::NotifyView> {
+        self.inner.notify_view()
     }
 
     /// Whether the rank is in the job: initialised and not finalized.

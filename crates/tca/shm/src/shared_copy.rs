@@ -52,6 +52,10 @@ pub struct CopyShare {
     len: AtomicU64,
 }
 
+// A waiter without a call (the C header's inline `tcaWaitDMARecvDesc`) reads the state as the
+// first `u32` of a share slot, and 1 as an offer (crate::dma::NotifyView).
+const _: () = assert!(std::mem::offset_of!(CopyShare, state) == 0 && state::OFFERED == 1);
+
 /// Clears the waiter's announcement when its wait ends, however it ends.
 pub(crate) struct Helping<'a> {
     inner: &'a Inner,
