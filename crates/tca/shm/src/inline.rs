@@ -47,12 +47,15 @@ pub(crate) struct Alone {
     done: bool,
     /// (destination, slot, tag) of the notification to another rank.
     notify: Option<(u16, u16, u32)>,
+    /// A repeat ([`crate::replay`]): the engine saw no kick, so no waiter of this process
+    /// sleeps on a change it made.
+    repeat: bool,
 }
 
 impl Alone {
     /// A repeat of a run kept for it, as kick `kick` of `channel` ([`crate::replay`]).
     pub(crate) fn repeat(channel: u8, kick: u32, r: Replay) -> Alone {
-        Alone { channel, kick, fetch: r.fetch, write: r.write, done: true, notify: r.notify }
+        Alone { channel, kick, fetch: r.fetch, write: r.write, done: true, notify: r.notify, repeat: true }
     }
 }
 
@@ -105,7 +108,7 @@ impl Inner {
         let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
         let notify = run.notify.map(|n| (n.dst_node, n.slot, n.tag));
         let fetch = run.source == DescriptorSource::HostMemory;
-        Alone { channel, kick, fetch, write: run.write, done: true, notify }
+        Alone { channel, kick, fetch, write: run.write, done: true, notify, repeat: false }
     }
 
     /// When `batch` (just taken after the kick of `channel`) is one write from this rank plus
@@ -139,7 +142,7 @@ impl Inner {
             }
         }
         let kick = self.kicks[channel as usize].load(Ordering::Relaxed);
-        Some(Alone { channel, kick, fetch: false, write, done, notify })
+        Some(Alone { channel, kick, fetch: false, write, done, notify, repeat: false })
     }
 
     /// The copy and the notification of a run taken whole; nothing after the first store into
@@ -150,9 +153,9 @@ impl Inner {
             self.fetch_descriptor(a.channel, 0);
         }
         let mut producer = a.notify.map(|(dst, ..)| self.producers[dst as usize].lock());
-        // A waiter of this process for the channel (another thread) finds the mark set and
-        // waits for it to clear.
-        if a.done {
+        // A waiter of this process for the channel (another thread), woken by the engine's
+        // change, finds the claim held and waits for it to be given back.
+        if a.done && !a.repeat {
             let h = self.own().header();
             Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
