@@ -253,6 +253,158 @@ static void inline_recv(int me, int n, const tcaHandle *mine, const tcaHandle *a
     EXPECT(tcaBarrier(), TCA_SUCCESS);
 }
 
+/*
+ * The header's inline tcaStartDMADesc and tcaWaitDMAC: a chain of one write kicked again is
+ * repeated inline exactly when PIO stores are (`start_view`), for descriptors in registers or
+ * internal memory and writes up to 16 KiB; each repeat carries the source's bytes of that
+ * moment and one notification. A chain set again is repeated from its own first run; a larger
+ * write or one in chaining mode goes to the library; a destroyed descriptor table, a destroyed
+ * destination, a freed source and a full ring get the library's answers.
+ */
+static void kick_and_receive(int ch, const tcaHandle *from_node, int tag)
+{
+    EXPECT(tcaWaitDMAC(ch), TCA_SUCCESS);
+    EXPECT(tcaStartDMADesc(ch), TCA_SUCCESS);
+    EXPECT(tcaWaitDMAC(ch), TCA_SUCCESS);
+    EXPECT(tcaWaitDMARecvDesc(from_node, 7, tag), TCA_SUCCESS);
+}
+
+static int repeated_inline(const tcaDMAStartView *v, int view, int ch)
+{
+    return view && v->repeats[ch].inline_ok;
+}
+
+static void inline_start(int me, int n, int start_view)
+{
+    enum { BYTES = 65536 };
+    const tcaDMAStartView *v = &tca_dma_start_view;
+    int view = tca_pio_epoch != 0 && v->epoch == tca_pio_epoch;
+    if (view != start_view) {
+        fprintf(stderr, "rank %d: channels started inline: %d, expected %d\n", me, view, start_view);
+        failures++;
+    }
+    int next = (me + 1) % n, from = (me + n - 1) % n;
+    uint8_t *src, *dst;
+    tcaHandle hs, hd, *dsts = malloc(sizeof(tcaHandle) * n);
+    EXPECT(tcaMalloc((void **)&src, BYTES, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaMalloc((void **)&dst, BYTES, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&hs, src, BYTES, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&hd, dst, BYTES, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaAllgather(&hd, dsts, sizeof(tcaHandle)), TCA_SUCCESS);
+    const tcaHandle *from_node = &dsts[from];
+
+    /* Twenty kicks of one chain: the first through the library, the others repeated. */
+    tcaDesc *d = tcaDescNew();
+    EXPECT(tcaDescSetMemcpy(d, &dsts[next], 0, &hs, 0, 64, tcaDMANotify, 7, 1), TCA_SUCCESS);
+    EXPECT(tcaDescSet(d, 1), TCA_SUCCESS);
+    for (int round = 0; round < 20; round++) {
+        memset(src, round * 16 + me, 64);
+        kick_and_receive(1, from_node, 1);
+        for (int i = 0; i < 64; i++) {
+            if (dst[i] != (uint8_t)(round * 16 + from)) {
+                fprintf(stderr, "rank %d: kick %d: byte %d is %u, expected %u\n", me, round, i, dst[i],
+                        (uint8_t)(round * 16 + from));
+                failures++;
+                break;
+            }
+        }
+        EXPECT(tcaBarrier(), TCA_SUCCESS);
+    }
+    if (repeated_inline(v, view, 1) != start_view || (view && v->finished[1] != v->kicks[1])) {
+        fprintf(stderr, "rank %d: the chain of one write is not repeated inline\n", me);
+        failures++;
+    }
+    /* Set again: to offset 128, tag 2. */
+    tcaDescFree(d);
+    d = tcaDescNew();
+    EXPECT(tcaDescSetMemcpy(d, &dsts[next], 128, &hs, 0, 64, tcaDMANotify, 7, 2), TCA_SUCCESS);
+    EXPECT(tcaDescSet(d, 1), TCA_SUCCESS);
+    if (view && v->repeats[1].inline_ok) {
+        fprintf(stderr, "rank %d: tcaDescSet kept the run of the previous chain\n", me);
+        failures++;
+    }
+    memset(src, 0xa0 + me, 64);
+    kick_and_receive(1, from_node, 2);
+    kick_and_receive(1, from_node, 2);
+    if (dst[128] != (uint8_t)(0xa0 + from) || dst[191] != (uint8_t)(0xa0 + from)) {
+        fprintf(stderr, "rank %d: the chain set again did not write at its offset\n", me);
+        failures++;
+    }
+    EXPECT(tcaBarrier(), TCA_SUCCESS); /* before the next writes into dst */
+    /* Larger than 16 KiB, and chaining mode: the library repeats them. */
+    tcaDesc *big = tcaDescNew(), *chained = tcaDescNew();
+    EXPECT(tcaDescSetMemcpy(big, &dsts[next], 0, &hs, 0, 16384 + 4, tcaDMANotify, 7, 3), TCA_SUCCESS);
+    EXPECT(tcaDescSet(big, 2), TCA_SUCCESS);
+    EXPECT(tcaDescSetMemcpy(chained, &dsts[next], 0, &hs, 0, 64, tcaDMANotify, 7, 4), TCA_SUCCESS);
+    EXPECT(tcaDescSetMode(chained, tcaDMAModeChaining), TCA_SUCCESS);
+    EXPECT(tcaDescSet(chained, 3), TCA_SUCCESS);
+    for (int k = 0; k < 2; k++) {
+        kick_and_receive(2, from_node, 3);
+        kick_and_receive(3, from_node, 4);
+    }
+    if (repeated_inline(v, view, 2) || repeated_inline(v, view, 3)) {
+        fprintf(stderr, "rank %d: a large or chaining-mode write is repeated inline\n", me);
+        failures++;
+    }
+    /* Descriptors in internal memory, from a table: repeated inline until the table goes. */
+    int tag;
+    EXPECT(tcaCreateDMADesc(&tag, 1), TCA_SUCCESS);
+    EXPECT(tcaSetDMADesc_Memcpy(tag, 0, NULL, &dsts[next], 256, &hs, 0, 64, tcaDMAUseInternal | tcaDMANotify, 7, 5),
+           TCA_SUCCESS);
+    EXPECT(tcaSetDMAChain(2, tag), TCA_SUCCESS);
+    kick_and_receive(2, from_node, 5);
+    kick_and_receive(2, from_node, 5);
+    if (repeated_inline(v, view, 2) != start_view) {
+        fprintf(stderr, "rank %d: a chain of internal memory is not repeated inline\n", me);
+        failures++;
+    }
+    EXPECT(tcaDestroyDMADesc(tag), TCA_SUCCESS);
+    EXPECT(tcaStartDMADesc(2), TCA_ERROR_CHANNEL_NOT_SET);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+
+    /* A full ring: even ranks kick 1100 notifications to the next odd rank, which takes them
+     * only 30 ms later (a ring holds 1024): the kicks past a full ring wait in the library. */
+    enum { KICKS = 1100 };
+    if (me % 2 == 0 && next == me + 1) {
+        for (int k = 0; k < KICKS; k++) {
+            EXPECT(tcaWaitDMAC(3), TCA_SUCCESS);
+            EXPECT(tcaStartDMADesc(1), TCA_SUCCESS);
+            EXPECT(tcaWaitDMAC(1), TCA_SUCCESS);
+        }
+    } else if (me % 2 == 1) {
+        usleep(30000);
+        for (int k = 0; k < KICKS; k++) EXPECT(tcaWaitDMARecvDesc(from_node, 7, 2), TCA_SUCCESS);
+    }
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+
+    /* The destination destroyed, the source freed: the library's answers. */
+    uint8_t *src2;
+    tcaHandle hs2;
+    EXPECT(tcaMalloc((void **)&src2, 64, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&hs2, src2, 64, tcaMemoryCPU), TCA_SUCCESS);
+    tcaDesc *own = tcaDescNew();
+    EXPECT(tcaDescSetMemcpy(own, &hs, 0, &hs2, 0, 64, 0, 0, 0), TCA_SUCCESS);
+    EXPECT(tcaDescSet(own, 0), TCA_SUCCESS);
+    for (int k = 0; k < 2; k++) {
+        EXPECT(tcaStartDMADesc(0), TCA_SUCCESS);
+        EXPECT(tcaWaitDMAC(0), TCA_SUCCESS);
+    }
+    EXPECT(tcaFree(src2, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaStartDMADesc(0), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaDestroyHandle(&hd), TCA_SUCCESS);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    EXPECT(tcaStartDMADesc(1), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaBarrier(), TCA_SUCCESS);
+    EXPECT(tcaDescFree(d), TCA_SUCCESS);
+    EXPECT(tcaDescFree(big), TCA_SUCCESS);
+    EXPECT(tcaDescFree(chained), TCA_SUCCESS);
+    EXPECT(tcaDescFree(own), TCA_SUCCESS);
+    EXPECT(tcaDestroyHandle(&hs), TCA_SUCCESS);
+    EXPECT(tcaFree(src, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaFree(dst, tcaMemoryCPU), TCA_SUCCESS);
+    free(dsts);
+}
+
 static void inline_pio(int me, int n)
 {
     enum { BYTES = 32768 };
@@ -326,6 +478,7 @@ static void inline_pio(int me, int n)
     inline_wait(me, n, &mine, all, buf, BYTES, ncpus >= n);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
     if (n > 1) inline_recv(me, n, &mine, all, tca_pio_wait_view.epoch == tca_pio_epoch && tca_pio_epoch != 0);
+    if (n > 1) inline_start(me, n, ncpus >= n);
     EXPECT(tcaDestroyHandle(&mine), TCA_SUCCESS);
     /* The word still holds the value, but the handle is gone. */
     if (tca_wait_word(&tca_pio_wait_view, &mine, 0) != NULL) {

@@ -419,10 +419,140 @@ static __inline__ tcaresult tca_wait_dma_recv_inline(const tcaHandle *handle, in
     return (tcaWaitDMARecvDesc)(handle, wait_slot, wait_tag);
 }
 
+/* A chain of one write kicked again unchanged, as the library keeps it for repeats (read only
+ * by the holder of the channel's claim): where the bytes go in this process, the handle-table
+ * words that hold the handles' ids while they live, and the destination's ring. */
+typedef struct tcaDMARepeat {
+    uint32_t inline_ok, dst_node; /* inline_ok: the header may repeat it */
+    uint8_t *dst;
+    const uint8_t *src;
+    uint64_t len;
+    const uint32_t *live[2]; /* destination's, source's */
+    uint32_t id[2];
+    uint8_t *ring;           /* NULL: no notification */
+    uint64_t notify;         /* its entry, below the lap */
+    const uint32_t *waiters; /* the destination's sleeping waiters */
+} tcaDMARepeat;
+/* The producer side of a ring to one node: a lock taken by compare-and-swap, given back by a
+ * store; the next entry to write; the consumer's position as last read. */
+typedef struct tcaRingProducer {
+    uint8_t held;
+    uint32_t head, tail;
+} tcaRingProducer;
+/* This process's channels, valid while epoch == tca_pio_epoch (set by tcaInit on the shm
+ * fabric when the ranks do not outnumber the CPUs). */
+typedef struct tcaDMAStartView {
+    uint64_t epoch;
+    tcaDMARepeat *repeats;      /* one per channel */
+    uint8_t *claims;            /* one byte per channel: held by whoever starts or runs it */
+    uint32_t *kicks, *finished; /* per channel: kicks, and the kick last finished by a caller */
+    const uint32_t *executing;  /* threads of this process carrying out the engine's actions */
+    const uint32_t *dead;       /* nodes marked dead, a bit each */
+    uint32_t *unfenced;         /* 1 + the node last notified without a fenced look */
+    uint8_t *producers;         /* the producer of the ring to node n: + n * producer_bytes */
+    uint64_t producer_bytes;
+    uint32_t ring_slots, entries;
+    const uint32_t *waiters[TCA_MAX_NODES]; /* each node's sleeping waiters */
+} tcaDMAStartView;
+extern tcaDMAStartView tca_dma_start_view;
+void tca_dma_wake(int node); /* wakes node's sleeping waiters (the library's doorbell) */
+
+/* The fenced look at the sleeping waiters of the rank last notified without one: every DMA
+ * call makes it, so that a waiter that fell asleep as the notification came is woken. */
+static __inline__ void tca_settle_notify(const tcaDMAStartView *v)
+{
+    uint32_t node = __atomic_load_n(v->unfenced, __ATOMIC_RELAXED);
+    if (node != 0) {
+        __atomic_store_n(v->unfenced, 0, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (node <= TCA_MAX_NODES && __atomic_load_n(v->waiters[node - 1], __ATOMIC_RELAXED) != 0)
+            tca_dma_wake((int)node - 1);
+    }
+}
+
+/* Repeats the run kept for channel ch, holding its claim; 0 when it must not (the library
+ * does what it can). */
+static __inline__ int tca_repeat_run(const tcaDMAStartView *v, int ch)
+{
+    const tcaDMARepeat *r = &v->repeats[ch];
+    tcaRingProducer *p = NULL;
+    uint32_t kick, sleeping = 0;
+    if (!r->inline_ok || __atomic_load_n(v->executing, __ATOMIC_RELAXED) != 0 ||
+        (__atomic_load_n(v->dead, __ATOMIC_ACQUIRE) >> (r->dst_node & 31) & 1) != 0 ||
+        __atomic_load_n(r->live[0], __ATOMIC_ACQUIRE) != r->id[0] ||
+        __atomic_load_n(r->live[1], __ATOMIC_ACQUIRE) != r->id[1])
+        return 0;
+    if (r->ring != NULL) {
+        uint8_t no = 0;
+        p = (tcaRingProducer *)(v->producers + r->dst_node * v->producer_bytes);
+        if (!__atomic_compare_exchange_n(&p->held, &no, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return 0;
+        if (p->head - p->tail >= v->ring_slots) {
+            p->tail = __atomic_load_n((const uint32_t *)r->ring, __ATOMIC_ACQUIRE);
+            if (p->head - p->tail >= v->ring_slots) {
+                __atomic_store_n(&p->held, 0, __ATOMIC_RELEASE);
+                return 0; /* full: the library waits for room */
+            }
+        }
+    }
+    kick = __atomic_load_n(&v->kicks[ch], __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&v->kicks[ch], kick, __ATOMIC_RELEASE);
+    memmove(r->dst, r->src, r->len);
+    if (p != NULL) {
+        uint64_t *entries = (uint64_t *)(r->ring + v->entries);
+        uint64_t lap = p->head / v->ring_slots % 0xffff + 1;
+        __atomic_store_n(&entries[p->head & (v->ring_slots - 1)], lap << 48 | r->notify, __ATOMIC_RELEASE);
+        p->head++;
+        sleeping = __atomic_load_n(r->waiters, __ATOMIC_RELAXED);
+        if (sleeping == 0)
+            __atomic_store_n(v->unfenced, r->dst_node + 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&v->finished[ch], kick, __ATOMIC_RELEASE);
+    __atomic_store_n(&v->claims[ch], 0, __ATOMIC_RELEASE);
+    if (p != NULL)
+        __atomic_store_n(&p->held, 0, __ATOMIC_RELEASE);
+    if (sleeping != 0)
+        tca_dma_wake((int)r->dst_node);
+    return 1;
+}
+
+static __inline__ tcaresult tca_start_dma_inline(int ch)
+{
+    const tcaDMAStartView *v = &tca_dma_start_view;
+    uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
+    uint8_t no = 0;
+    if (epoch != 0 && v->epoch == epoch && ch >= 0 && ch < TCA_DMA_CHANNELS) {
+        tca_settle_notify(v);
+        if (__atomic_compare_exchange_n(&v->claims[ch], &no, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            if (tca_repeat_run(v, ch))
+                return TCA_SUCCESS;
+            __atomic_store_n(&v->claims[ch], 0, __ATOMIC_RELEASE);
+        }
+    }
+    return (tcaStartDMADesc)(ch);
+}
+
+static __inline__ tcaresult tca_wait_dmac_inline(int ch)
+{
+    const tcaDMAStartView *v = &tca_dma_start_view;
+    uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
+    if (epoch != 0 && v->epoch == epoch && ch >= 0 && ch < TCA_DMA_CHANNELS) {
+        uint32_t kick = __atomic_load_n(&v->kicks[ch], __ATOMIC_ACQUIRE);
+        if (kick != 0 && __atomic_load_n(&v->finished[ch], __ATOMIC_ACQUIRE) == kick &&
+            __atomic_load_n(&v->claims[ch], __ATOMIC_ACQUIRE) == 0) {
+            tca_settle_notify(v);
+            return TCA_SUCCESS;
+        }
+    }
+    return (tcaWaitDMAC)(ch);
+}
+
 #define tcaSendPIO(pio, offset, src, size) tca_send_pio_inline(pio, offset, src, size)
 #define tcaSendPIOCommit() tca_send_pio_commit_inline()
 #define tcaWaitPIO(handle, offset, value, peer) tca_wait_pio_inline(handle, offset, value, peer)
 #define tcaWaitDMARecvDesc(handle, wait_slot, wait_tag) tca_wait_dma_recv_inline(handle, wait_slot, wait_tag)
+#define tcaStartDMADesc(ch) tca_start_dma_inline(ch)
+#define tcaWaitDMAC(ch) tca_wait_dmac_inline(ch)
 #endif
 
 /* ---- bootstrap without MPI (extensions) ---- */

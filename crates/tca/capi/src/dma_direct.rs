@@ -1,5 +1,7 @@
-//! Waits for a DMA notification without a library call: what `tca-api.h`'s inline
-//! `tcaWaitDMARecvDesc` reads.
+//! DMA without a library call: what `tca-api.h`'s inline `tcaWaitDMARecvDesc`,
+//! `tcaStartDMADesc` and `tcaWaitDMAC` read.
+//!
+//! ## Waiting for a notification
 //!
 //! On the shm fabric a notification is one entry of a ring in the receiver's segment, one ring
 //! per sending node (`tca_shm::ring`), as on PEACH2 it is a status word written into the
@@ -21,9 +23,25 @@
 //! library as soon as a share is offered. Every other case, and a notification that has not
 //! come within `TCA_PIO_WAIT_POLLS` polls, calls the library, which checks everything and waits
 //! with the timeout and the watch on the sender.
+//!
+//! ## Starting a channel, and waiting for its run
+//!
+//! A chain of one write, kicked again unchanged, is repeated by the library without the engine
+//! (`tca_shm::replay`). Its record has a part the header reads ([`tca_dma_start_view`]): where
+//! the bytes go in this process, the words that say both handles are live, and the
+//! destination's ring. The header's inline `tcaStartDMADesc` takes the channel's claim with a
+//! compare-and-swap and repeats the run itself when the record allows it (register mode, at
+//! most `tca_shm::replay::HEADER_MAX` bytes, no thread of this process carrying out actions,
+//! the destination not marked dead, both handles live, room in the ring): the copy, the
+//! notification as a release store after it, the kick counted done, as the library's repeat
+//! does. `tcaWaitDMAC` returns inline when the channel's last run was finished that way and
+//! no claim is held, after the fenced look at a notified rank's sleeping waiters that every
+//! DMA call makes. Everything else calls the library.
 
-use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use tca_proto::MAX_NODES;
 use tca_shm::dma::NotifyView;
+use tca_shm::replay::{Repeat, StartView};
 
 /// This rank's notification rings as the header reads them (`tcaDMAWaitView`): a copy of
 /// [`NotifyView`], valid while `epoch` equals [`crate::pio_direct::tca_pio_epoch`]. Written
@@ -86,4 +104,85 @@ pub(crate) fn fill(v: &NotifyView, epoch: u64) {
     w.node.store(v.node, Ordering::Relaxed);
     w.nodes.store(v.nodes, Ordering::Relaxed);
     w.epoch.store(epoch, Ordering::Relaxed);
+}
+
+/// This process's channels as the header reads them (`tcaDMAStartView`): a copy of
+/// [`StartView`], valid while `epoch` equals [`crate::pio_direct::tca_pio_epoch`].
+#[repr(C)]
+#[derive(Debug)]
+pub struct DmaStartView {
+    /// The epoch the view was set under; 0 when it never was.
+    pub epoch: AtomicU64,
+    /// The channels' records (`tcaDMARepeat`).
+    pub repeats: AtomicPtr<Repeat>,
+    /// The channels' claims, one byte each.
+    pub claims: AtomicPtr<AtomicBool>,
+    /// The channels' kicks.
+    pub kicks: AtomicPtr<AtomicU32>,
+    /// The kicks whose runs a caller finished alone.
+    pub finished: AtomicPtr<AtomicU32>,
+    /// Threads carrying out actions.
+    pub executing: AtomicPtr<AtomicU32>,
+    /// Nodes marked dead, a bit each.
+    pub dead: AtomicPtr<AtomicU32>,
+    /// 1 + the node last notified without a fenced look at its waiters.
+    pub unfenced: AtomicPtr<AtomicU32>,
+    /// The producer side of the ring of node 0 (`tcaRingProducer`).
+    pub producers: AtomicPtr<u8>,
+    /// Bytes from one producer to the next.
+    pub producer_bytes: AtomicU64,
+    /// Entries of a ring.
+    pub ring_slots: AtomicU32,
+    /// Bytes from a ring's start to its first entry.
+    pub entries: AtomicU32,
+    /// Each node's count of sleeping waiters.
+    pub waiters: [AtomicPtr<AtomicU32>; MAX_NODES as usize],
+}
+
+/// The view of this process's channels; `epoch` 0 (every start a library call) until `tcaInit`
+/// on the shm fabric, and where the ranks outnumber the CPUs.
+#[no_mangle]
+pub static tca_dma_start_view: DmaStartView = DmaStartView {
+    epoch: AtomicU64::new(0),
+    repeats: AtomicPtr::new(std::ptr::null_mut()),
+    claims: AtomicPtr::new(std::ptr::null_mut()),
+    kicks: AtomicPtr::new(std::ptr::null_mut()),
+    finished: AtomicPtr::new(std::ptr::null_mut()),
+    executing: AtomicPtr::new(std::ptr::null_mut()),
+    dead: AtomicPtr::new(std::ptr::null_mut()),
+    unfenced: AtomicPtr::new(std::ptr::null_mut()),
+    producers: AtomicPtr::new(std::ptr::null_mut()),
+    producer_bytes: AtomicU64::new(0),
+    ring_slots: AtomicU32::new(0),
+    entries: AtomicU32::new(0),
+    waiters: [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_NODES as usize],
+};
+
+/// Fills the start view from `v` under `epoch` (before the epoch is published).
+pub(crate) fn fill_start(v: &StartView, epoch: u64) {
+    let w = &tca_dma_start_view;
+    w.repeats.store(v.repeats.cast_mut(), Ordering::Relaxed);
+    w.claims.store(v.claims.cast_mut(), Ordering::Relaxed);
+    w.kicks.store(v.kicks.cast_mut(), Ordering::Relaxed);
+    w.finished.store(v.finished.cast_mut(), Ordering::Relaxed);
+    w.executing.store(v.executing.cast_mut(), Ordering::Relaxed);
+    w.dead.store(v.dead.cast_mut(), Ordering::Relaxed);
+    w.unfenced.store(v.unfenced.cast_mut(), Ordering::Relaxed);
+    w.producers.store(v.producers.cast_mut(), Ordering::Relaxed);
+    w.producer_bytes.store(v.producer_bytes, Ordering::Relaxed);
+    w.ring_slots.store(v.ring_slots, Ordering::Relaxed);
+    w.entries.store(v.entries, Ordering::Relaxed);
+    for (to, from) in w.waiters.iter().zip(v.waiters) {
+        to.store(from.cast_mut(), Ordering::Relaxed);
+    }
+    w.epoch.store(epoch, Ordering::Relaxed);
+}
+
+/// Wakes the sleeping waiters of `node`: the header's inline start notified it and saw one
+/// (not part of the published API).
+#[no_mangle]
+pub extern "C" fn tca_dma_wake(node: std::ffi::c_int) {
+    if let (Some(f), Ok(node)) = (crate::registry::process_fabric(), u16::try_from(node)) {
+        f.wake(node);
+    }
 }

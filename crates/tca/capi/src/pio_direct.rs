@@ -124,12 +124,16 @@ pub static tca_pio_wait_view: WaitView = WaitView {
 };
 
 /// The process's shm fabric joined the job: windows opened from now on may be stored inline,
-/// and waits on this rank's memory and its notifications may poll inline.
+/// waits on this rank's memory and its notifications may poll inline, and channels may be
+/// started and waited for inline.
 pub(crate) fn open() {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let epoch = (nanos ^ u64::from(std::process::id()) << 40) | 1;
     if let Some(v) = registry::process_fabric().and_then(|f| f.notify_view()) {
         crate::dma_direct::fill(&v, epoch);
+    }
+    if let Some(v) = registry::process_fabric().and_then(|f| f.start_view()) {
+        crate::dma_direct::fill_start(&v, epoch);
     }
     if let Some(v) = registry::process_fabric().and_then(|f| f.wait_view()) {
         let w = &tca_pio_wait_view;

@@ -92,6 +92,12 @@ fn inline_pio_matches_the_library() {
     use tca::dma_direct::DmaWaitView as D;
     let dma = size_of::<D>();
     let (held, shares, dma_nodes) = (offset_of!(D, held), offset_of!(D, shares), offset_of!(D, nodes));
+    use tca::dma_direct::DmaStartView as S;
+    use tca_shm::replay::Repeat as R;
+    let (start, repeat) = (size_of::<S>(), size_of::<R>());
+    let (producers, waiters) = (offset_of!(S, producers), offset_of!(S, waiters));
+    let (live, ring, repeat_waiters) = (offset_of!(R, live), offset_of!(R, ring), offset_of!(R, waiters));
+    let producer = size_of::<tca_shm::store_lock::StoreLock<tca_shm::ring::Producer>>();
     let program = format!(
         "#include <stddef.h>\n#include \"tca-api.h\"\n\
          typedef char size_ok[sizeof(tcaPIOHandle) == {size} ? 1 : -1];\n\
@@ -102,9 +108,14 @@ fn inline_pio_matches_the_library() {
            offsetof(tcaPIOWaitView, slot_mask) == {mask} && offsetof(tcaPIOWaitView, nodes) == {nodes} ? 1 : -1];\n\
          typedef char dma_ok[sizeof(tcaDMAWaitView) == {dma} && offsetof(tcaDMAWaitView, held) == {held} && \
            offsetof(tcaDMAWaitView, shares) == {shares} && offsetof(tcaDMAWaitView, nodes) == {dma_nodes} ? 1 : -1];\n\
+         typedef char start_ok[sizeof(tcaDMAStartView) == {start} && offsetof(tcaDMAStartView, producers) == {producers} && \
+           offsetof(tcaDMAStartView, waiters) == {waiters} && sizeof(tcaRingProducer) == {producer} ? 1 : -1];\n\
+         typedef char repeat_ok[sizeof(tcaDMARepeat) == {repeat} && offsetof(tcaDMARepeat, live) == {live} && \
+           offsetof(tcaDMARepeat, ring) == {ring} && offsetof(tcaDMARepeat, waiters) == {repeat_waiters} ? 1 : -1];\n\
          #endif\n\
          int store(const tcaPIOHandle *p, const void *src) {{ return tcaSendPIO(p, 0, src, 4) + tcaSendPIOCommit(); }}\n\
-         int wait(const tcaHandle *h) {{ return tcaWaitPIO(h, 0, 1, 0) + tcaWaitDMARecvDesc(h, 0, 1); }}\n"
+         int wait(const tcaHandle *h) {{ return tcaWaitPIO(h, 0, 1, 0) + tcaWaitDMARecvDesc(h, 0, 1); }}\n\
+         int start(void) {{ return tcaStartDMADesc(0) + tcaWaitDMAC(0); }}\n"
     );
     let dir = std::env::temp_dir().join(format!("tca-header-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -94,7 +94,7 @@ impl Inner {
     /// drops the run kept for repeats ([`crate::replay`]).
     fn try_set(&self, e: &mut Engine, channel: u8, desc: &Desc) -> TcaResult<()> {
         let mut claim = self.claim(channel)?;
-        *claim.replay() = None;
+        claim.forget();
         e.set_chain(channel, desc)
     }
 
@@ -158,7 +158,7 @@ impl Inner {
         start: impl FnOnce(&mut Engine, u8) -> TcaResult<T>,
     ) -> TcaResult<(T, Claim<'_>)> {
         let mut claim = self.claim(channel)?;
-        *claim.replay() = None;
+        claim.forget();
         if let Some(chain) = e.chain(channel)? {
             for h in chain.entries().iter().flat_map(|x| [&x.dst, &x.src]) {
                 self.check_still_live(h)?;

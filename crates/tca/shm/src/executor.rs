@@ -34,7 +34,7 @@ pub(crate) struct Work {
 
 impl Work {
     /// Completions to report to the engine.
-    pub(crate) fn has_reports(&self) -> bool {
+    fn has_reports(&self) -> bool {
         !(self.done.is_empty() && self.local.is_empty() && self.to_self.is_empty())
     }
 }

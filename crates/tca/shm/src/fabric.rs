@@ -238,6 +238,27 @@ impl ShmFabric {
         self.inner.notify_view()
     }
 
+    /// This process's channels for a caller that starts and waits for them without a call
+    /// ([`crate::replay::StartView`]); `None` when every start must go through
+    /// [`Fabric::start_dma`].
+    pub fn start_view(&self) -> Option<crate::replay::StartView> {
+        self.inner.start_view()
+    }
+
+    /// The run kept for repeats on `channel` is dropped: its next start goes to the engine.
+    pub fn forget_repeat(&self, channel: u8) {
+        self.inner.forget_repeat(channel);
+    }
+
+    /// Wakes the waiters of `node` that sleep (a caller that notified it without a call saw
+    /// one).
+    pub fn wake(&self, node: u16) {
+        if let Some(seg) = self.inner.segs.get(node as usize) {
+            let h = seg.header();
+            Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+        }
+    }
+
     /// Whether the rank is in the job: initialised and not finalized.
     pub fn is_active(&self) -> bool {
         !self.inner.finished.load(Ordering::Acquire)

@@ -76,7 +76,7 @@ impl Inner {
                         let entry = e.chain(channel).ok().flatten().and_then(|c| c.entries().first().copied());
                         if let Some(entry) = entry {
                             let (write, notify, fetch) = (a.write, a.notify, a.fetch);
-                            *claim.replay() = Some(Replay { write, notify, handles: [entry.dst, entry.src], fetch });
+                            self.keep(&mut claim, Replay { write, notify, handles: [entry.dst, entry.src], fetch });
                         }
                         (Ok(()), Some((a, Some(claim))))
                     }
@@ -178,7 +178,7 @@ impl Inner {
         }
         let mut claim = claim;
         if let (Some(c), true) = (claim.as_mut(), dead.is_some()) {
-            *c.replay() = None;
+            c.forget();
         }
         drop(claim);
         drop(producer);

@@ -33,7 +33,9 @@ fn lap(index: u32) -> u64 {
     u64::from(index / RING_SLOTS as u32) % 0xffff + 1
 }
 
-/// The producer's side of one notification ring, kept in the producing process.
+/// The producer's side of one notification ring, kept in the producing process (`repr(C)`:
+/// the C header's inline `tcaStartDMADesc` pushes as [`Ring::push`] does).
+#[repr(C)]
 #[derive(Debug, Default)]
 pub struct Producer {
     /// Next entry to write.

@@ -16,6 +16,9 @@ const SPINS: u32 = 64;
 
 /// Mutual exclusion for a `T`; waiters spin, then yield (holders hold it for microseconds, or
 /// while a peer's ring is full, with sleeps of their own).
+/// The flag comes first (`repr(C)`): the C header's inline `tcaStartDMADesc` takes the
+/// producer lock of a ring as this code does (`crate::replay`).
+#[repr(C)]
 #[derive(Debug, Default)]
 pub struct StoreLock<T> {
     held: AtomicBool,
