@@ -6,7 +6,8 @@
  * the plain-store floor (docs/shm-fabric.md). All three are inline functions of the header
  * on this fabric (tcaWaitPIO decodes the handle and looks at its slot before it polls). Then
  * the sender's side of a small DMA: one tcaStartDMADesc of an 8-byte write within this
- * rank's buffer (register mode, no notification) and the tcaWaitDMAC that finds it done.
+ * rank's buffer (register mode, no notification) and the tcaWaitDMAC that finds it done; from
+ * the second kick on, both are inline too (the header repeats the run the library kept).
  *
  * usage: tca run -n 1 call_cost [CALLS]     (prints ns per call, best of three rounds)
  */
