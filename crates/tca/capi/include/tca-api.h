@@ -296,26 +296,36 @@ typedef struct tcaPIOWaitView {
 extern tcaPIOWaitView tca_pio_wait_view;
 #define TCA_PIO_WAIT_POLLS 256
 
+/* The fields of handle h's wire form ("TCAh", node u16, mem u8, 0, addr u64, size u64, id u32,
+ * 0), if it is one the library accepts. */
+static __inline__ int tca_handle_fields(const tcaHandle *h, uint16_t *node, uint64_t *addr, uint64_t *size,
+                                        uint32_t *id)
+{
+    uint32_t zero;
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    return 0; /* the wire form is little-endian */
+#endif
+    if (h == NULL || memcmp(h->bytes, "TCAh", 4) != 0 || h->bytes[6] > 1 || h->bytes[7] != 0)
+        return 0;
+    memcpy(node, h->bytes + 4, 2);
+    memcpy(addr, h->bytes + 8, 8);
+    memcpy(size, h->bytes + 16, 8);
+    memcpy(id, h->bytes + 24, 4);
+    memcpy(&zero, h->bytes + 28, 4);
+    return zero == 0 && *id != 0 && *size != 0 && *addr + *size >= *addr;
+}
+
 /* Where the 32-bit word at offset of handle h lies in this process, if h is a live handle of
- * this rank (its wire form: "TCAh", node u16, mem u8, 0, addr u64, size u64, id u32, 0). */
+ * this rank. */
 static __inline__ const uint32_t *tca_wait_word(const tcaPIOWaitView *v, const tcaHandle *h, size_t offset)
 {
     uint16_t node;
-    uint32_t id, zero;
+    uint32_t id;
     uint64_t addr, size;
     const tcaHandleSlot *s;
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-    return NULL; /* the wire form is little-endian */
-#endif
-    if (h == NULL || memcmp(h->bytes, "TCAh", 4) != 0 || h->bytes[7] != 0)
-        return NULL;
-    memcpy(&node, h->bytes + 4, 2);
-    memcpy(&addr, h->bytes + 8, 8);
-    memcpy(&size, h->bytes + 16, 8);
-    memcpy(&id, h->bytes + 24, 4);
-    memcpy(&zero, h->bytes + 28, 4);
-    if (zero != 0 || node != v->node || id == 0 || size < 4 || offset > size - 4 || (addr + offset) % 4 != 0 ||
-        addr < v->origin + v->heap || addr - v->origin > v->len || size > v->len - (addr - v->origin))
+    if (!tca_handle_fields(h, &node, &addr, &size, &id) || node != v->node || size < 4 || offset > size - 4 ||
+        (addr + offset) % 4 != 0 || addr < v->origin + v->heap || addr - v->origin > v->len ||
+        size > v->len - (addr - v->origin))
         return NULL;
     s = &v->slots[id & v->slot_mask];
     if (__atomic_load_n(&s->id, __ATOMIC_ACQUIRE) != id || __atomic_load_n(&s->addr, __ATOMIC_RELAXED) != addr ||
@@ -364,19 +374,9 @@ extern tcaDMAWaitView tca_dma_wait_view;
 static __inline__ uint8_t *tca_notify_ring(const tcaDMAWaitView *v, const tcaHandle *h)
 {
     uint16_t node;
-    uint32_t id, zero;
+    uint32_t id;
     uint64_t addr, size;
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-    return NULL; /* the wire form is little-endian */
-#endif
-    if (h == NULL || memcmp(h->bytes, "TCAh", 4) != 0 || h->bytes[6] > 1 || h->bytes[7] != 0)
-        return NULL;
-    memcpy(&node, h->bytes + 4, 2);
-    memcpy(&addr, h->bytes + 8, 8);
-    memcpy(&size, h->bytes + 16, 8);
-    memcpy(&id, h->bytes + 24, 4);
-    memcpy(&zero, h->bytes + 28, 4);
-    if (zero != 0 || id == 0 || size == 0 || addr + size < addr || node >= v->nodes || node == v->node)
+    if (!tca_handle_fields(h, &node, &addr, &size, &id) || node >= v->nodes || node == v->node)
         return NULL;
     return v->rings + node * v->ring_bytes;
 }
