@@ -22,8 +22,8 @@
 //! whoever starts the channel, sets its chain or carries its run out alone holds it, taken by
 //! one compare-and-swap, so the record is only read or written by its holder.
 //!
-//! A repeat of a write below [`HEADER_MAX`] bytes in register mode is also made by the C
-//! header's inline `tcaStartDMADesc`, which reads the record's [`Repeat`] part (pointers
+//! A repeat of a write of at most [`HEADER_MAX`] bytes, its descriptor in registers or in
+//! internal memory, is also made by the C header's inline `tcaStartDMADesc`, which reads the record's [`Repeat`] part (pointers
 //! resolved, liveness words, the notification's ring) under the same claim and carries it out
 //! as [`Inner::carry_alone`] does; docs/shm-fabric.md.
 
