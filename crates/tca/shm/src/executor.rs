@@ -224,8 +224,10 @@ impl Inner {
         for t in work.done.drain(..) {
             let _ = e.handle_write_done(t);
         }
-        for (src, slot, tag) in work.local.drain(..) {
-            let _ = e.handle_notify_arrived(src, slot, tag);
+        if !work.local.is_empty() {
+            for (src, slot, tag) in work.local.drain(..) {
+                let _ = e.handle_notify_arrived(src, slot, tag);
+            }
             self.note_held(e);
         }
         for m in work.to_self.drain(..) {
