@@ -119,7 +119,7 @@ unsafe impl Send for Replays {}
 
 /// The claim of one channel, given back (a release store) when dropped.
 pub(crate) struct Claim<'a> {
-    mark: Option<&'a AtomicBool>,
+    mark: &'a AtomicBool,
     channel: usize,
     replays: &'a Replays,
 }
@@ -127,36 +127,31 @@ pub(crate) struct Claim<'a> {
 impl Claim<'_> {
     /// The channel's record.
     pub fn replay(&mut self) -> &mut Option<Replay> {
-        // SAFETY: this claim is the only one of its channel (`Inner::claim`); a channel
-        // without a mark (out of range) has no record to reach.
-        unsafe { &mut *self.replays.runs[self.channel % CHANNELS].get() }
+        // SAFETY: this claim is the only one of its channel (`Inner::claim`).
+        unsafe { &mut *self.replays.runs[self.channel].get() }
     }
 
     /// Drops the channel's record.
     pub fn forget(&mut self) {
         *self.replay() = None;
         // SAFETY: as for `replay`.
-        unsafe { (*self.replays.repeats[self.channel % CHANNELS].get()).inline = 0 };
+        unsafe { (*self.replays.repeats[self.channel].get()).inline = 0 };
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        if let Some(m) = self.mark {
-            m.store(false, Ordering::Release);
-        }
+        self.mark.store(false, Ordering::Release);
     }
 }
 
 impl Inner {
-    /// Takes the claim of `channel`. [`TcaError::ChannelBusy`] while another thread holds it.
-    /// A channel out of range gets an empty claim: the engine rejects it.
+    /// Takes the claim of `channel`. [`TcaError::ChannelBusy`] while another thread holds it;
+    /// [`TcaError::InvalidChannel`] (as the engine answers) for a channel out of range.
     pub(crate) fn claim(&self, channel: u8) -> TcaResult<Claim<'_>> {
-        let mark = self.carrying.get(channel as usize);
-        if let Some(m) = mark {
-            if m.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-                return Err(TcaError::ChannelBusy);
-            }
+        let mark = self.carrying.get(channel as usize).ok_or(TcaError::InvalidChannel)?;
+        if mark.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return Err(TcaError::ChannelBusy);
         }
         Ok(Claim { mark, channel: channel as usize, replays: &self.replays })
     }
@@ -188,7 +183,7 @@ impl Inner {
         }
         *claim.replay() = Some(r);
         // SAFETY: the claim is held.
-        unsafe { *self.replays.repeats[claim.channel % CHANNELS].get() = repeat };
+        unsafe { *self.replays.repeats[claim.channel].get() = repeat };
     }
 
     /// Carries out the last run of `channel` again when its record allows
@@ -281,7 +276,8 @@ impl Inner {
         loop {
             match self.claim(channel) {
                 Ok(mut c) => return c.forget(),
-                Err(_) => std::thread::yield_now(),
+                Err(TcaError::ChannelBusy) => std::thread::yield_now(),
+                Err(_) => return,
             }
         }
     }
