@@ -206,13 +206,15 @@ static void inline_recv(int me, int n, const tcaHandle *mine, const tcaHandle *a
     memset(bad[4].bytes + 24, 0, 4); /* id 0 */
     bad[5].bytes[4] = (uint8_t)n; /* a node outside the job */
     if (view) {
-        uint8_t *ring = tca_notify_ring(v, &all[from]);
-        if (ring != v->rings + from * v->ring_bytes || tca_notify_ring(v, mine) != NULL || tca_notify_ring(v, NULL)) {
+        uint16_t node;
+        uint8_t *ring = tca_notify_ring(v, &all[from], &node);
+        if (ring != v->rings + from * v->ring_bytes || node != from || tca_notify_ring(v, mine, &node) != NULL ||
+            tca_notify_ring(v, NULL, &node)) {
             fprintf(stderr, "rank %d: the ring from rank %d is not found where it lies\n", me, from);
             failures++;
         }
         for (int k = 0; k < 6; k++) {
-            if (tca_notify_ring(v, &bad[k]) != NULL) {
+            if (tca_notify_ring(v, &bad[k], &node) != NULL) {
                 fprintf(stderr, "rank %d: malformed handle %d is waited for inline\n", me, k);
                 failures++;
             }

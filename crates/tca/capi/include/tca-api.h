@@ -369,16 +369,16 @@ typedef struct tcaDMAWaitView {
 } tcaDMAWaitView;
 extern tcaDMAWaitView tca_dma_wait_view;
 
-/* The ring of node `node`'s notifications to this rank, if h is a handle the library accepts
- * of another rank of the job (only its node matters: its owner may have destroyed it). */
-static __inline__ uint8_t *tca_notify_ring(const tcaDMAWaitView *v, const tcaHandle *h)
+/* The ring of the notifications to this rank from h's node (stored at *node), if h is a handle
+ * the library accepts of another rank of the job (only its node matters: its owner may have
+ * destroyed it). */
+static __inline__ uint8_t *tca_notify_ring(const tcaDMAWaitView *v, const tcaHandle *h, uint16_t *node)
 {
-    uint16_t node;
     uint32_t id;
     uint64_t addr, size;
-    if (!tca_handle_fields(h, &node, &addr, &size, &id) || node >= v->nodes || node == v->node)
+    if (!tca_handle_fields(h, node, &addr, &size, &id) || *node >= v->nodes || *node == v->node)
         return NULL;
-    return v->rings + node * v->ring_bytes;
+    return v->rings + *node * v->ring_bytes;
 }
 
 static __inline__ tcaresult tca_wait_dma_recv_inline(const tcaHandle *handle, int wait_slot, int wait_tag)
@@ -386,16 +386,14 @@ static __inline__ tcaresult tca_wait_dma_recv_inline(const tcaHandle *handle, in
     const tcaDMAWaitView *v = &tca_dma_wait_view;
     uint64_t epoch = __atomic_load_n(&tca_pio_epoch, __ATOMIC_ACQUIRE);
     uint8_t *ring;
+    uint16_t node;
     if (epoch != 0 && v->epoch == epoch && wait_slot >= 0 && wait_slot < TCA_NOTIFY_SLOTS &&
-        (ring = tca_notify_ring(v, handle)) != NULL && __atomic_load_n(v->held, __ATOMIC_ACQUIRE) == 0) {
+        (ring = tca_notify_ring(v, handle, &node)) != NULL && __atomic_load_n(v->held, __ATOMIC_ACQUIRE) == 0) {
         uint32_t *position = (uint32_t *)ring;
         const uint64_t *entries = (const uint64_t *)(ring + v->entries);
-        uint16_t node;
-        const uint32_t *offer;
+        const uint32_t *offer = (const uint32_t *)(v->shares + node * v->share_bytes);
         uint64_t want = (uint64_t)(uint32_t)wait_slot << 32 | (uint32_t)wait_tag;
         int i;
-        memcpy(&node, handle->bytes + 4, 2);
-        offer = (const uint32_t *)(v->shares + node * v->share_bytes);
         __atomic_store_n(v->helper, node + 1u, __ATOMIC_RELAXED);
         for (i = 0; i < TCA_PIO_WAIT_POLLS; i++) {
             uint32_t p = __atomic_load_n(position, __ATOMIC_ACQUIRE);
