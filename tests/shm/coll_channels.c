@@ -1,7 +1,9 @@
 /* A chain registered once and kicked every iteration (the HA-PACS style) next to the
- * collective library's DMA chains: after a large tcaCollAllgather that set its chain on the
+ * collective library's DMA chains: after a tcaCollAllgather that set its chain on the
  * program's channel, tcaStartDMADesc answers TCA_ERROR_CHANNEL_TAKEN and copies nothing, until
- * the program registers its chain again (tcaDescSet or tcaSetDMAChain).
+ * the program registers its chain again (tcaDescSet or tcaSetDMAChain). That holds for the
+ * header's inline start too, after a collective whose steps are small enough to be repeated
+ * without the library (8 KiB) as after a large one (64 KiB).
  *   coll_channels library   the chain on channel 0, one of the library's (the default 0,1,2,3)
  *   coll_channels outside   the chain on channel 0, run with TCA_COLL_CHANNELS=2,3: unaffected
  * Run under `tca run -n N` (tests/shm/run-c.sh). Prints "coll_channels: ok" on rank 0. */
@@ -11,7 +13,7 @@
 
 #include "tca-api.h"
 
-enum { BYTES = 4096, GATHER = 64 << 10 };
+enum { BYTES = 4096, SMALL_GATHER = 8 << 10, GATHER = 64 << 10 };
 
 static int me, n, failures;
 static unsigned char *src, *dst;
@@ -30,14 +32,14 @@ static void kick(const char *when, tcaresult want)
   EXPECT(copied == (want == TCA_SUCCESS), "%s: the chain %s", when, copied ? "ran" : "did not run");
 }
 
-/* A DMA-sized allgather, its result checked. */
-static void allgather(void)
+/* A DMA-sized allgather of `size` bytes a rank, its result checked. */
+static void allgather_of(size_t size)
 {
-  unsigned char *mine = malloc(GATHER), *all = malloc((size_t)GATHER * (size_t)n);
-  memset(mine, me + 1, GATHER);
-  CHECK(tcaCollAllgather(mine, all, GATHER));
-  for (size_t i = 0; i < (size_t)GATHER * (size_t)n; i++) {
-    if (all[i] != (unsigned char)(i / GATHER + 1)) {
+  unsigned char *mine = malloc(size), *all = malloc(size * (size_t)n);
+  memset(mine, me + 1, size);
+  CHECK(tcaCollAllgather(mine, all, size));
+  for (size_t i = 0; i < size * (size_t)n; i++) {
+    if (all[i] != (unsigned char)(i / size + 1)) {
       EXPECT(0, "allgather: byte %zu is %d", i, all[i]);
       break;
     }
@@ -45,6 +47,8 @@ static void allgather(void)
   free(mine);
   free(all);
 }
+
+static void allgather(void) { allgather_of(GATHER); }
 
 int main(int argc, char **argv)
 {
@@ -83,6 +87,11 @@ int main(int argc, char **argv)
     CHECK(tcaCollAllreduce(&one, &sum, 1, TCA_INT, TCA_OP_SUM));
     EXPECT(sum == n, "allreduce: %d", sum);
     kick("after a 4-byte allreduce", TCA_SUCCESS);
+    allgather_of(SMALL_GATHER);
+    kick("after a small allgather", TCA_ERROR_CHANNEL_TAKEN);
+    kick("kicked again after it", TCA_ERROR_CHANNEL_TAKEN);
+    CHECK(tcaDescSet(desc, 0));
+    kick("after tcaDescSet once more", TCA_SUCCESS);
     allgather();
     kick("after a large allgather", TCA_ERROR_CHANNEL_TAKEN);
     kick("kicked again", TCA_ERROR_CHANNEL_TAKEN);

@@ -27,11 +27,16 @@ fn taken() -> MutexGuard<'static, BTreeMap<usize, u8>> {
     TAKEN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The collective library of rank `key` set chains on the channels of `mask`.
+/// The collective library of rank `key` set chains on the channels of `mask`. A run it kept
+/// for repeats there is dropped too: the header's inline start would repeat it without asking
+/// for [`TCA_ERROR_CHANNEL_TAKEN`].
 pub(crate) fn took(key: usize, mask: u8) {
     if mask != 0 {
         *taken().entry(key).or_default() |= mask;
         EVER_TAKEN.store(true, Ordering::Release);
+        for ch in (0..8).filter(|ch| mask & (1 << ch) != 0) {
+            crate::dma_direct::forget_kept_run(ch);
+        }
     }
 }
 

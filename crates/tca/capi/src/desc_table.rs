@@ -161,14 +161,6 @@ static RANKS: Mutex<BTreeMap<usize, Rank>> = Mutex::new(BTreeMap::new());
 /// at the tables (and their lock) at all.
 static EVER_EMPTIED: AtomicBool = AtomicBool::new(false);
 
-/// An emptied channel answers its starts with an error, which the header's inline start does
-/// not know of: the run kept for it is dropped (crate::dma_direct).
-fn forget_repeat(ch: usize) {
-    if let (Some(f), Ok(ch)) = (crate::registry::process_fabric(), u8::try_from(ch)) {
-        f.forget_repeat(ch);
-    }
-}
-
 fn ranks() -> MutexGuard<'static, BTreeMap<usize, Rank>> {
     RANKS.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -429,7 +421,7 @@ pub extern "C" fn tcaDestroyDMADesc(tag: c_int) -> c_int {
                 if rest.is_empty() {
                     r.channels[ch] = Chained::Emptied;
                     EVER_EMPTIED.store(true, Ordering::Release);
-                    forget_repeat(ch);
+                    crate::dma_direct::forget_kept_run(ch);
                 } else {
                     again.push((ch, r.chain_of(&rest)?, rest));
                 }
@@ -441,7 +433,7 @@ pub extern "C" fn tcaDestroyDMADesc(tag: c_int) -> c_int {
                 with_rank(key, |r| {
                     r.channels[ch] = Chained::Emptied;
                     EVER_EMPTIED.store(true, Ordering::Release);
-                    forget_repeat(ch);
+                    crate::dma_direct::forget_kept_run(ch);
                     Ok(())
                 })?;
                 return Err(e);

@@ -178,6 +178,16 @@ pub(crate) fn fill_start(v: &StartView, epoch: u64) {
     w.epoch.store(epoch, Ordering::Relaxed);
 }
 
+/// Drops the run kept for `channel` of this process: its next start asks the library. Called
+/// where the library answers starts with an error the header's inline start does not know
+/// of: a channel whose chain was emptied ([`crate::desc_table`]), or taken by the collective
+/// library ([`crate::coll_guard`]).
+pub(crate) fn forget_kept_run(channel: usize) {
+    if let (Some(f), Ok(channel)) = (crate::registry::process_fabric(), u8::try_from(channel)) {
+        f.forget_repeat(channel);
+    }
+}
+
 /// Wakes the sleeping waiters of `node`: the header's inline start notified it and saw one
 /// (not part of the published API).
 #[no_mangle]
