@@ -217,6 +217,12 @@ impl Engine {
         self.handles.destroy(h)
     }
 
+    /// Unregisters every handle whose region starts in `[start, end)` (`tcaFree` of that
+    /// buffer); returns how many. Chains using them fail at their next start.
+    pub fn destroy_handles_in(&mut self, start: u64, end: u64) -> usize {
+        self.handles.destroy_in(start, end)
+    }
+
     /// Registers a copy of `desc` on `channel` (`tcaDescSet`); the channel runs it at every
     /// [`Engine::handle_start`] until another chain is set.
     ///

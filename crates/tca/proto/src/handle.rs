@@ -251,6 +251,17 @@ impl HandleTable {
         Ok(())
     }
 
+    /// Unregisters every live handle whose region starts in `[start, end)` (a buffer being
+    /// freed); returns how many.
+    pub fn destroy_in(&mut self, start: u64, end: u64) -> usize {
+        let inside: Vec<Handle> =
+            self.slots.iter().flatten().filter(|h| h.addr >= start && h.addr < end).copied().collect();
+        for h in &inside {
+            let _ = self.destroy(h);
+        }
+        inside.len()
+    }
+
     /// Whether `h` is, field for field, a live handle of this node.
     pub fn is_live(&self, h: &Handle) -> bool {
         h.node == self.node && self.slots.get(h.slot()).is_some_and(|s| *s == Some(*h))
@@ -341,6 +352,19 @@ mod tests {
         assert_eq!(t.destroy(&forged), Err(TcaError::InvalidHandle));
         assert_eq!(t.create(0, 0, MemoryType::Cpu), Err(TcaError::InvalidHandle));
         assert_eq!(HandleTable::new(16).create(0, 4, MemoryType::Cpu), Err(TcaError::TooManyNodes));
+    }
+
+    #[test]
+    fn freeing_a_buffer_destroys_the_handles_inside_it() {
+        let mut t = HandleTable::new(0);
+        let before = t.create(0x0f00, 0x100, MemoryType::Cpu).unwrap();
+        let whole = t.create(0x1000, 0x1000, MemoryType::Cpu).unwrap();
+        let inner = t.create(0x1800, 0x10, MemoryType::Cpu).unwrap();
+        let after = t.create(0x2000, 0x100, MemoryType::Cpu).unwrap();
+        assert_eq!(t.destroy_in(0x1000, 0x2000), 2);
+        assert!(!t.is_live(&whole) && !t.is_live(&inner));
+        assert!(t.is_live(&before) && t.is_live(&after));
+        assert_eq!(t.destroy_in(0x1000, 0x2000), 0);
     }
 
     #[test]

@@ -64,6 +64,7 @@ pub mod error;
 pub mod fabric;
 pub mod flags;
 pub mod handle;
+pub mod heap;
 pub mod proxy;
 pub mod wire;
 

@@ -6,7 +6,6 @@
 
 use crate::boot;
 use crate::config::{Config, ConfigError};
-use crate::heap::Heap;
 use crate::replay::Replays;
 use crate::ring::Producer;
 use crate::segment::{state, Segment, HEAP};
@@ -18,9 +17,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 use tca_proto::fabric::PointerInfo;
+use tca_proto::heap::Heap;
 use tca_proto::{
     Desc, Engine, Fabric, FabricError, FabricResult, Handle, MemoryType, PioRegion, TcaError, TcaResult, CHANNELS,
 };
+
+/// Alignment of every `tcaMalloc` block \[bytes\]: a cache line, so blocks never share one
+/// and the low address bits (SYSTEMS.md §1 alignment rule) are those of the caller's offsets.
+const HEAP_ALIGN: u64 = 64;
 
 /// Locks a mutex; a panic of another thread while holding it does not poison the fabric.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -169,7 +173,7 @@ impl ShmFabric {
         let engine = Engine::new(me, cfg.size).map_err(|e| ConfigError { error: e, detail: "engine".into() })?;
         let size = cfg.size;
         let inner = Arc::new(Inner {
-            heap: Mutex::new(Heap::new(HEAP as u64, heap_bytes)),
+            heap: Mutex::new(Heap::new(HEAP as u64, heap_bytes, HEAP_ALIGN)),
             gpu_blocks: Mutex::default(),
             cfg,
             policy,

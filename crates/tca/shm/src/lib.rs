@@ -45,7 +45,6 @@ pub mod config;
 pub mod dma;
 pub mod executor;
 pub mod fabric;
-pub mod heap;
 pub mod inline;
 pub mod memory;
 pub mod pio;

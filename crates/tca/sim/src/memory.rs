@@ -21,6 +21,11 @@ use std::ptr::NonNull;
 /// the low address bits the API checks are the same in both.
 pub(crate) const ALIGN: usize = 4096;
 
+/// Buffers from this size up are mapped from the kernel, whose pages are zero until written:
+/// a zeroed allocation aligned to a page from the Rust allocator writes every byte (a 256 MiB
+/// `cudaMalloc` cost a quarter of a second of wall time).
+const MAPPED_FROM: usize = 1 << 20;
+
 /// One allocation.
 #[derive(Debug)]
 struct Buffer {
@@ -31,6 +36,47 @@ struct Buffer {
 impl Buffer {
     fn layout(len: usize) -> Option<Layout> {
         Layout::from_size_align(len, ALIGN).ok()
+    }
+
+    /// A zeroed allocation of `len` (> 0) bytes aligned to [`ALIGN`].
+    fn zeroed(len: usize) -> Option<Buffer> {
+        let ptr = if len >= MAPPED_FROM {
+            // SAFETY: an anonymous private mapping of a new range; no existing memory is
+            // touched.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return None;
+            }
+            p.cast()
+        } else {
+            // SAFETY: the layout has a non-zero size.
+            unsafe { alloc_zeroed(Buffer::layout(len)?) }
+        };
+        Some(Buffer { ptr: NonNull::new(ptr)?, len })
+    }
+
+    /// Gives the memory back.
+    ///
+    /// # Safety
+    /// `self` came from [`Buffer::zeroed`] and nothing uses its memory any more.
+    unsafe fn release(self) {
+        if self.len >= MAPPED_FROM {
+            // SAFETY: the caller's: the whole mapping made in `zeroed`.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        } else {
+            let layout = Buffer::layout(self.len).expect("the layout it was allocated with");
+            // SAFETY: the caller's: allocated in `zeroed` with this layout.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) };
+        }
     }
 }
 
@@ -53,11 +99,10 @@ impl Memory {
     /// its pointer, or `None` when the process has no memory for it.
     pub fn add(&mut self, addr: u64, len: u64) -> Option<u64> {
         let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
-        let layout = Buffer::layout(len)?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
+        let buffer = Buffer::zeroed(len)?;
+        let ptr = buffer.ptr;
         self.by_ptr.insert(ptr.as_ptr() as usize, addr);
-        if let Some(old) = self.buffers.insert(addr, Buffer { ptr, len }) {
+        if let Some(old) = self.buffers.insert(addr, buffer) {
             // The model handed out an address twice: keep the new buffer, free the old one.
             self.release(old);
         }
@@ -66,9 +111,8 @@ impl Memory {
 
     fn release(&mut self, b: Buffer) {
         self.by_ptr.remove(&(b.ptr.as_ptr() as usize));
-        let layout = Buffer::layout(b.len).expect("the layout it was allocated with");
-        // SAFETY: allocated in `add` with this layout and removed from the map.
-        unsafe { dealloc(b.ptr.as_ptr(), layout) };
+        // SAFETY: allocated in `add` and removed from the maps.
+        unsafe { b.release() };
     }
 
     /// Removes the buffer starting at `addr`.

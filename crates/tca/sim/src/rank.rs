@@ -151,7 +151,10 @@ impl Fabric for SimRank {
     }
 
     fn set_pio_region(&self, handle: &Handle, offset: u64, len: u64) -> FabricResult<PioRegion> {
-        Ok(PioRegion::new(*handle, offset, len)?)
+        handle.validate()?;
+        let region = PioRegion::new(*handle, offset, len)?;
+        self.unit(Op::CheckLive { handle: *handle })?;
+        Ok(region)
     }
 
     fn send_pio(&self, region: &PioRegion, offset: u64, data: &[u8]) -> FabricResult<()> {

@@ -13,6 +13,7 @@ use tca_model::platform::Platform;
 use tca_model::router::Target;
 use tca_model::{Cluster, Output};
 use tca_proto::fabric::{CopyKind, PointerInfo};
+use tca_proto::heap::Heap;
 use tca_proto::{ChannelState, Desc, Engine, FabricError, Handle, MemoryType, TcaError, WaitStatus, CHANNELS};
 
 /// Allocations are aligned to this (a page).
@@ -22,25 +23,81 @@ const ALIGN: u64 = 4096;
 #[derive(Debug, Clone)]
 #[allow(missing_docs)]
 pub enum Op {
-    Malloc { size: u64, mem: MemoryType, gpu: u32 },
-    Free { addr: u64 },
-    CreateHandle { addr: u64, size: u64, mem: MemoryType },
-    ModelAddr { ptr: u64 },
-    PointerInfo { ptr: u64 },
-    Memcpy { dst: u64, src: u64, len: u64, kind: CopyKind },
+    Malloc {
+        size: u64,
+        mem: MemoryType,
+        gpu: u32,
+    },
+    Free {
+        addr: u64,
+    },
+    CreateHandle {
+        addr: u64,
+        size: u64,
+        mem: MemoryType,
+    },
+    ModelAddr {
+        ptr: u64,
+    },
+    PointerInfo {
+        ptr: u64,
+    },
+    Memcpy {
+        dst: u64,
+        src: u64,
+        len: u64,
+        kind: CopyKind,
+    },
     GpuSockets,
-    DestroyHandle { handle: Handle },
-    Write { handle: Handle, offset: u64, bytes: Vec<u8> },
-    Read { handle: Handle, offset: u64, len: u64 },
-    DescSet { channel: u8, desc: Box<Desc> },
-    StartDma { channel: u8 },
-    WaitDmac { channel: u8 },
-    WaitRecv { handle: Handle, slot: u32, tag: u32 },
-    SendPio { dst: Handle, offset: u64, bytes: Vec<u8> },
-    WaitValue { handle: Handle, offset: u64, bytes: Vec<u8> },
-    Compute { duration: SimTime },
+    DestroyHandle {
+        handle: Handle,
+    },
+    /// `tcaSetPIORegion`: the handle is live, of a node of the job.
+    CheckLive {
+        handle: Handle,
+    },
+    Write {
+        handle: Handle,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    Read {
+        handle: Handle,
+        offset: u64,
+        len: u64,
+    },
+    DescSet {
+        channel: u8,
+        desc: Box<Desc>,
+    },
+    StartDma {
+        channel: u8,
+    },
+    WaitDmac {
+        channel: u8,
+    },
+    WaitRecv {
+        handle: Handle,
+        slot: u32,
+        tag: u32,
+    },
+    SendPio {
+        dst: Handle,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    WaitValue {
+        handle: Handle,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    Compute {
+        duration: SimTime,
+    },
     Barrier,
-    Allgather { bytes: Vec<u8> },
+    Allgather {
+        bytes: Vec<u8>,
+    },
     Wtime,
 }
 
@@ -123,9 +180,21 @@ pub(crate) enum Marker {
     Done(SimTime),
 }
 
+/// The free and used memory of one node: its host memory after the reserved part, and each
+/// GPU's memory.
 struct Allocator {
-    host_next: u64,
-    gpu_next: Vec<u64>,
+    host: Heap,
+    gpus: Vec<Heap>,
+}
+
+impl Allocator {
+    /// The heap of `target`'s memory.
+    fn heap(&mut self, target: Target) -> Option<&mut Heap> {
+        match target {
+            Target::Host(_) => Some(&mut self.host),
+            Target::Gpu(g, _) => self.gpus.get_mut(g as usize),
+        }
+    }
 }
 
 /// The simulated sub-cluster (see the module documentation).
@@ -178,13 +247,18 @@ impl World {
         let channels = u64::from(platform.peach2.dma_channels);
         let table_bytes = table_bytes(cluster.address_map().host_bytes, channels);
         let gpus = platform.gpu.sockets.len();
+        let (host_bytes, gpu_bytes) = (cluster.address_map().host_bytes, cluster.address_map().gpu_bytes);
+        let host_start = (RESERVED + channels * table_bytes).min(host_bytes);
         Ok(World {
             platform: platform.clone(),
             cluster,
             engines,
             memory: Memory::default(),
             alloc: (0..nodes)
-                .map(|_| Allocator { host_next: RESERVED + channels * table_bytes, gpu_next: vec![0; gpus] })
+                .map(|_| Allocator {
+                    host: Heap::new(host_start, host_bytes - host_start, ALIGN),
+                    gpus: (0..gpus).map(|_| Heap::new(0, gpu_bytes, ALIGN)).collect(),
+                })
                 .collect(),
             pending: PendingTable::default(),
             markers: vec![[Marker::Idle; CHANNELS]; nodes as usize],
@@ -217,6 +291,28 @@ impl World {
         }
     }
 
+    /// Every handle of another node in the chain of `node`'s `channel` is live in its owner's
+    /// table: a DMA into or from a buffer its owner destroyed the handle of, or freed, fails at
+    /// the start with [`TcaError::InvalidHandle`], as on the shm fabric. (The engine checks the
+    /// handles of its own node, and everything else of the start.)
+    fn check_peer_handles(&self, node: u16, channel: u8) -> Result<(), FabricError> {
+        let Some(chain) = self.engines[node as usize].chain(channel)? else {
+            return Ok(());
+        };
+        let dead = chain
+            .entries()
+            .iter()
+            .flat_map(|e| [&e.dst, &e.src])
+            .any(|h| h.node != node && self.engines.get(h.node as usize).is_some_and(|owner| !owner.is_live(h)));
+        if dead {
+            return Err(FabricError::with_detail(
+                TcaError::InvalidHandle,
+                "a handle of the chain was destroyed or its buffer freed by its owner",
+            ));
+        }
+        Ok(())
+    }
+
     /// As [`World::addr_in`] for a buffer of `node` itself (what a CPU reads and writes directly).
     fn own_addr(&self, node: u16, handle: &Handle, offset: u64, len: u64) -> Result<u64, FabricError> {
         if handle.node != node {
@@ -244,14 +340,13 @@ impl World {
         match op {
             Op::Malloc { size, mem, gpu } => done(Reply::Addr(self.malloc(node, size, mem, gpu)?)),
             Op::Free { addr: ptr } => {
-                let addr = self.own_global(node, ptr)?;
-                if !self.memory.remove(addr) {
-                    let detail = format!("{ptr:#x} is inside a buffer, not at its start");
-                    return Err(FabricError::with_detail(TcaError::InvalidHandle, detail));
-                }
+                self.free(node, ptr)?;
                 done(Reply::Unit)
             }
             Op::CreateHandle { addr: ptr, size, mem } => {
+                if size == 0 {
+                    return Err(TcaError::ZeroSize.into());
+                }
                 let addr = self.own_global(node, ptr)?;
                 if !self.memory.contains(addr, size.max(1)) {
                     let detail = format!("{size} bytes at {ptr:#x} leave the buffer");
@@ -271,6 +366,13 @@ impl World {
             Op::GpuSockets => done(Reply::Sockets(self.platform.gpu.sockets.clone())),
             Op::DestroyHandle { handle } => {
                 self.engines[engine].destroy_handle(&handle)?;
+                done(Reply::Unit)
+            }
+            Op::CheckLive { handle } => {
+                if usize::from(handle.node) >= self.engines.len() {
+                    return Err(TcaError::InvalidNode.into());
+                }
+                self.addr_in(&handle, 0, 0)?;
                 done(Reply::Unit)
             }
             Op::Write { handle, offset, bytes } => {
@@ -296,6 +398,7 @@ impl World {
                 done(Reply::Unit)
             }
             Op::StartDma { channel } => {
+                self.check_peer_handles(node, channel)?;
                 self.engines[engine].handle_start(channel)?;
                 self.markers[engine][channel as usize] = Marker::Running;
                 self.drain(node)?;
@@ -313,10 +416,15 @@ impl World {
                 }
             }
             Op::SendPio { dst, offset, bytes } => {
-                if bytes.is_empty() {
-                    return Err(TcaError::ZeroSize.into());
+                // As on the shm fabric: a multiple of 4 bytes (tca-api.h), and no store at
+                // all for none.
+                if !bytes.len().is_multiple_of(4) {
+                    return Err(TcaError::SizeNotMultipleOf4.into());
                 }
                 let addr = self.addr_in(&dst, offset, bytes.len() as u64)?;
+                if bytes.is_empty() {
+                    return done(Reply::Unit);
+                }
                 let len = bytes.len() as u64;
                 let id = self.pending.insert(Pending::Pio { dst: addr, bytes });
                 self.pio(u32::from(node), addr, len, id)?;
@@ -346,27 +454,47 @@ impl World {
         if size == 0 {
             return Err(TcaError::ZeroSize.into());
         }
-        let map = self.cluster.address_map().clone();
         let a = &mut self.alloc[node as usize];
-        let (target, cursor, limit) = match mem {
-            MemoryType::Cpu => (Target::Host(a.host_next), &mut a.host_next, map.host_bytes),
+        let heap = match mem {
+            MemoryType::Cpu => &mut a.host,
             MemoryType::Gpu => {
-                let gpus = a.gpu_next.len();
-                let next = a.gpu_next.get_mut(gpu as usize).ok_or_else(|| {
+                let gpus = a.gpus.len();
+                a.gpus.get_mut(gpu as usize).ok_or_else(|| {
                     FabricError::with_detail(TcaError::InvalidNode, format!("GPU {gpu} of a node with {gpus}"))
-                })?;
-                (Target::Gpu(gpu, *next), next, map.gpu_bytes)
+                })?
             }
         };
-        let rounded = size.checked_next_multiple_of(ALIGN).ok_or(TcaError::OutOfMemory)?;
-        match cursor.checked_add(rounded) {
-            Some(end) if end <= limit => *cursor = end,
-            _ => return Err(TcaError::OutOfMemory.into()),
-        }
-        let addr = map.global(u32::from(node), target);
+        let off = heap.alloc(size).ok_or(TcaError::OutOfMemory)?;
+        let target = match mem {
+            MemoryType::Cpu => Target::Host(off),
+            MemoryType::Gpu => Target::Gpu(gpu, off),
+        };
+        let addr = self.cluster.address_map().global(u32::from(node), target);
         self.memory.add(addr, size).ok_or_else(|| {
+            self.alloc[node as usize].heap(target).map(|h| h.free(off));
             FabricError::with_detail(TcaError::OutOfMemory, format!("this process cannot back {size} bytes"))
         })
+    }
+
+    /// `tcaFree`, `cudaFree`: the buffer at `ptr` of `node` goes back to its heap, and the
+    /// handles inside it stop working before its memory can be handed out again (as on the shm
+    /// fabric).
+    fn free(&mut self, node: u16, ptr: u64) -> Result<(), FabricError> {
+        let addr = self.own_global(node, ptr)?;
+        if !self.memory.remove(addr) {
+            let detail = format!("{ptr:#x} is inside a buffer, not at its start");
+            return Err(FabricError::with_detail(TcaError::InvalidHandle, detail));
+        }
+        let map = self.cluster.address_map();
+        let target = map.target(addr - map.node_base(u32::from(node))).ok_or(TcaError::InvalidHandle)?;
+        let off = match target {
+            Target::Host(off) | Target::Gpu(_, off) => off,
+        };
+        let heap = self.alloc[node as usize].heap(target).ok_or(TcaError::InvalidHandle)?;
+        let len = heap.block_at(off).ok_or(TcaError::InvalidHandle)?;
+        heap.free(off);
+        self.engines[node as usize].destroy_handles_in(addr, addr + len);
+        Ok(())
     }
 
     /// When `w` is satisfied, if that is known now (a notification is consumed), or why it

@@ -1,39 +1,42 @@
-//! First-fit allocator over the heap part of the owner's segment (`tcaMalloc` / `tcaFree`).
-//! Only the owning process allocates in its segment, so this is process-local bookkeeping of
-//! segment offsets; nothing is stored in shared memory.
+//! First-fit allocator over a range of offsets (`tcaMalloc` / `tcaFree`, `cudaMalloc` /
+//! `cudaFree`): the heap of a rank's segment on the shm fabric, a node's host memory and each of
+//! its GPUs' memory on the simulator. Bookkeeping only: the fabric backs the blocks.
 
 use std::collections::BTreeMap;
 
-/// Alignment of every block \[bytes\]: a cache line, so blocks never share one and the low
-/// address bits (SYSTEMS.md §1 alignment rule) are those of the caller's offsets.
-pub const ALIGN: u64 = 64;
-
-/// Free and used blocks of one heap, as segment offsets.
+/// Free and used blocks of one heap, as offsets.
 #[derive(Debug)]
 pub struct Heap {
     /// Free blocks: offset -> length, never adjacent (merged on free).
     free: BTreeMap<u64, u64>,
     /// Used blocks: offset -> length.
     used: BTreeMap<u64, u64>,
+    /// Every block's offset and length are multiples of it (a power of two).
+    align: u64,
 }
 
 impl Heap {
-    /// A heap of `len` bytes starting at segment offset `start` (both multiples of [`ALIGN`]).
-    pub fn new(start: u64, len: u64) -> Self {
+    /// A heap of `len` bytes starting at offset `start` (both multiples of `align`, a power of
+    /// two) whose blocks are aligned to `align`.
+    ///
+    /// # Panics
+    /// If `align` is not a power of two.
+    pub fn new(start: u64, len: u64, align: u64) -> Self {
+        assert!(align.is_power_of_two(), "a heap's alignment is a power of two");
         let mut free = BTreeMap::new();
         if len > 0 {
             free.insert(start, len);
         }
-        Self { free, used: BTreeMap::new() }
+        Self { free, used: BTreeMap::new(), align }
     }
 
-    /// Allocates `size` bytes (rounded up to [`ALIGN`]); `None` when no free block is large
-    /// enough or `size` is 0.
+    /// Allocates `size` bytes (rounded up to the alignment); `None` when no free block is
+    /// large enough or `size` is 0.
     pub fn alloc(&mut self, size: u64) -> Option<u64> {
         if size == 0 {
             return None;
         }
-        let size = size.checked_add(ALIGN - 1)? & !(ALIGN - 1);
+        let size = size.checked_add(self.align - 1)? & !(self.align - 1);
         let (&off, &len) = self.free.iter().find(|(_, &len)| len >= size)?;
         self.free.remove(&off);
         if len > size {
@@ -86,7 +89,7 @@ mod tests {
 
     #[test]
     fn alloc_free_merge() {
-        let mut h = Heap::new(4096, 4096);
+        let mut h = Heap::new(4096, 4096, 64);
         let a = h.alloc(1).unwrap();
         let b = h.alloc(100).unwrap();
         let c = h.alloc(64).unwrap();
@@ -106,7 +109,7 @@ mod tests {
 
     #[test]
     fn first_fit_reuses_holes() {
-        let mut h = Heap::new(0, 1024);
+        let mut h = Heap::new(0, 1024, 64);
         let a = h.alloc(256).unwrap();
         let _b = h.alloc(256).unwrap();
         h.free(a);
