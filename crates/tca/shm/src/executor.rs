@@ -139,7 +139,7 @@ impl Inner {
     }
 
     /// Carries out `work.batch`; true when a waiter of this rank may have something new (a
-    /// notification to this rank, a channel finished or failed).
+    /// channel finished or failed).
     fn carry_out(&self, work: &mut Work) -> bool {
         let me = self.cfg.rank;
         let mut wake_app = false;
@@ -154,10 +154,8 @@ impl Inner {
                 }
                 // Registers, internal memory and kicks cost nothing here.
                 Action::Kick { .. } | Action::Descriptor { .. } => {}
-                Action::Notify(n) if n.dst_node == me => {
-                    work.local.push((n.src_node, n.slot, n.tag));
-                    wake_app = true;
-                }
+                // Its waiters are woken once it is reported ([`Inner::report`]).
+                Action::Notify(n) if n.dst_node == me => work.local.push((n.src_node, n.slot, n.tag)),
                 Action::Notify(n) => {
                     if !self.push_notify(n.dst_node, n.slot, n.tag) {
                         self.mark_dead(n.dst_node);
@@ -229,6 +227,10 @@ impl Inner {
                 let _ = e.handle_notify_arrived(src, slot, tag);
             }
             self.note_held(e);
+            // Only now: a waiter woken before would find the engine without the notification,
+            // take that look as its last, and sleep until it times out.
+            let h = self.own().header();
+            Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
         for m in work.to_self.drain(..) {
             self.apply_msg(e, m, &mut work.refusals);

@@ -113,6 +113,13 @@ fn a_chain_kicked_again_and_again_carries_each_run_once() {
 }
 
 #[test]
+fn a_notification_to_the_rank_itself_is_never_missed() {
+    // A missed wake-up shows as a wait that times out: a short timeout finds it quickly.
+    let o = run("self-notify", 1, &[("TCA_TIMEOUT_MS", "200")]);
+    assert_eq!(o.codes, vec![Some(0)], "{}", o.out);
+}
+
+#[test]
 fn a_chain_set_while_the_channel_runs_waits_then_runs() {
     for n in [2u16, 4, 8] {
         let o = run("set-while-running", n, &[]);

@@ -712,6 +712,25 @@ fn shared_copy(f: &ShmFabric) -> Check {
     ok("finalize", f.finalize())
 }
 
+/// A chain that notifies this rank itself, large enough for the rank's engine thread to carry
+/// it out, kicked again and again: every wait finds its notification (the test sets a short
+/// timeout). The thread that carries a run out wakes the waiters only once the notification is
+/// in the engine; woken before, a waiter took its look too early and slept until the timeout.
+fn self_notify(f: &dyn Fabric) -> Check {
+    const BYTES: u64 = 128 << 10;
+    let (_, src) = buffer(f, BYTES, MemoryType::Cpu)?;
+    let (_, dst) = buffer(f, BYTES, MemoryType::Cpu)?;
+    let mut d = Desc::new();
+    ok("set_memcpy", d.set_memcpy(&dst, 0, &src, 0, BYTES, DmaFlags::NOTIFY_SELF, 1, 7))?;
+    ok("desc_set", f.desc_set(0, &d))?;
+    for run in 0..20_000 {
+        ok("start", f.start_dma(0))?;
+        ok(&format!("wait recv, run {run}"), f.wait_dma_recv(&dst, 1, 7))?;
+        ok("wait channel", f.wait_dmac(0))?;
+    }
+    ok("finalize", f.finalize())
+}
+
 fn main() -> ExitCode {
     let name = std::env::args().nth(1).unwrap_or_default();
     let f = match ShmFabric::init() {
@@ -735,6 +754,7 @@ fn main() -> ExitCode {
         "repeated-runs" => repeated_runs(&f),
         "set-while-running" => set_while_running(&f),
         "shared-copy" => shared_copy(&f),
+        "self-notify" => self_notify(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {
