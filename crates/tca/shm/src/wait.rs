@@ -215,15 +215,27 @@ impl Inner {
         match watch {
             Watch::Nobody => None,
             Watch::Peer(p) => (!self.peer_alive(p)).then_some(p),
-            Watch::Everyone => (0..self.cfg.size).filter(|&r| r != self.cfg.rank).find(|&r| !self.peer_alive(r)),
+            // A rank already marked dead was told to the engine: what it fails has failed.
+            Watch::Everyone => (0..self.cfg.size)
+                .filter(|&r| r != self.cfg.rank && !self.marked_dead(r))
+                .find(|&r| !self.peer_alive(r)),
         }
     }
 
-    /// Tells the engine a peer is gone: its runs fail, waits for it fail.
+    /// Whether `node` was marked dead ([`Inner::mark_dead`]).
+    fn marked_dead(&self, node: u16) -> bool {
+        self.dead.load(Ordering::Acquire) & 1 << node.min(31) != 0
+    }
+
+    /// Tells the engine a peer is gone: its runs fail, waits for it fail. Once: marking it
+    /// again would wake every waiter of the process for nothing, and a wait watching every
+    /// rank that found it again would never sleep.
     pub(crate) fn mark_dead(&self, node: u16) {
         let mut e = lock(&self.engine);
+        if self.dead.fetch_or(1 << node.min(31), Ordering::AcqRel) & 1 << node.min(31) != 0 {
+            return;
+        }
         let _ = e.handle_peer_dead(node);
-        self.dead.fetch_or(1 << node.min(31), Ordering::Release);
         drop(e);
         let h = self.own().header();
         Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);

@@ -120,6 +120,12 @@ fn a_notification_to_the_rank_itself_is_never_missed() {
 }
 
 #[test]
+fn a_wait_sleeps_beside_a_rank_that_finished() {
+    let o = run("wait-beside-finished", 3, &[]);
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);
+}
+
+#[test]
 fn a_chain_set_while_the_channel_runs_waits_then_runs() {
     for n in [2u16, 4, 8] {
         let o = run("set-while-running", n, &[]);

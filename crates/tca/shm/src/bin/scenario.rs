@@ -731,6 +731,52 @@ fn self_notify(f: &dyn Fabric) -> Check {
     ok("finalize", f.finalize())
 }
 
+/// CPU time of the calling thread.
+fn thread_cpu() -> std::time::Duration {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the clock into `t`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// 3 ranks: rank 2 finalizes at once; rank 0 reads rank 1's memory while rank 1 is stopped
+/// (SIGSTOP from rank 0) for 600 ms. Rank 0's `tcaWaitDMAC` finds rank 2 finished on every
+/// sleep slice; it sleeps all the same (marking a rank dead once, not at every look).
+fn wait_beside_finished(f: &dyn Fabric) -> Check {
+    let (me, _) = me_n(f)?;
+    let (_, h) = buffer(f, 4096, MemoryType::Cpu)?;
+    let pids = ok("allgather", f.allgather(&std::process::id().to_le_bytes()))?;
+    let hs = exchange(f, &h)?;
+    if me == 2 {
+        return ok("finalize", f.finalize());
+    }
+    // Rank 2 is gone before rank 0 starts.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    if me == 0 {
+        let pid1 = i32::from_le_bytes(pids[4..8].try_into().expect("4 bytes a rank"));
+        let mut d = Desc::new();
+        ok("set_memcpy", d.set_memcpy(&hs[0], 0, &hs[1], 0, 1024, DmaFlags::NONE, 0, 0))?;
+        ok("desc_set", f.desc_set(0, &d))?;
+        // SAFETY: signals a rank of this job, which is resumed below.
+        unsafe { libc::kill(pid1, libc::SIGSTOP) };
+        let resume = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(600));
+            // SAFETY: as above.
+            unsafe { libc::kill(pid1, libc::SIGCONT) };
+        });
+        let (wall, cpu) = (Instant::now(), thread_cpu());
+        ok("start", f.start_dma(0))?;
+        ok("wait channel", f.wait_dmac(0))?;
+        let (wall, cpu) = (wall.elapsed(), thread_cpu() - cpu);
+        resume.join().map_err(|_| "the resuming thread panicked")?;
+        if cpu * 2 > wall {
+            return Err(format!("the wait took {wall:?} and used {cpu:?} of CPU: it did not sleep"));
+        }
+        println!("rank 0: waited {wall:?}, {cpu:?} of CPU");
+    }
+    ok("finalize", f.finalize())
+}
+
 fn main() -> ExitCode {
     let name = std::env::args().nth(1).unwrap_or_default();
     let f = match ShmFabric::init() {
@@ -755,6 +801,7 @@ fn main() -> ExitCode {
         "set-while-running" => set_while_running(&f),
         "shared-copy" => shared_copy(&f),
         "self-notify" => self_notify(&f),
+        "wait-beside-finished" => wait_beside_finished(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {
