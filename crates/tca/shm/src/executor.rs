@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tca_proto::descriptor::{Descriptor, DESCRIPTOR_BYTES};
 use tca_proto::ProxyMsg;
-use tca_proto::{Action, DescriptorSource, Engine, ProxyDone, Token, Write, CHANNELS};
+use tca_proto::{Action, DescriptorSource, Engine, ProxyDone, TcaError, TcaResult, Token, Write, CHANNELS};
 
 /// Buffers of one executor of engine actions (the engine thread, or a waiting caller), kept
 /// between rounds so that a round allocates nothing once they have grown.
@@ -22,6 +22,8 @@ pub(crate) struct Work {
     pub(crate) batch: Vec<Action>,
     /// Writes done, to report.
     done: Vec<Token>,
+    /// Writes that failed, to report with their error.
+    failed: Vec<(Token, TcaError)>,
     /// Notifications to this rank: (source node, slot, tag).
     local: Vec<(u16, u16, u32)>,
     /// Messages to send: (destination node, message).
@@ -35,7 +37,7 @@ pub(crate) struct Work {
 impl Work {
     /// Completions to report to the engine.
     fn has_reports(&self) -> bool {
-        !(self.done.is_empty() && self.local.is_empty() && self.to_self.is_empty())
+        !(self.done.is_empty() && self.failed.is_empty() && self.local.is_empty() && self.to_self.is_empty())
     }
 }
 
@@ -145,10 +147,15 @@ impl Inner {
         let mut wake_app = false;
         for a in work.batch.drain(..) {
             match a {
-                Action::Write(w) => {
-                    self.copy(&w);
-                    work.done.push(w.token);
-                }
+                Action::Write(w) => match self.copy(&w) {
+                    Ok(()) => work.done.push(w.token),
+                    Err(e) => {
+                        if e == TcaError::PeerDead {
+                            self.mark_dead(w.dst_node);
+                        }
+                        work.failed.push((w.token, e));
+                    }
+                },
                 Action::Descriptor { channel, entry, source: DescriptorSource::HostMemory } => {
                     self.fetch_descriptor(channel, entry)
                 }
@@ -170,18 +177,22 @@ impl Inner {
         wake_app
     }
 
-    /// The bytes of one write, from one mapped heap to another.
-    pub(crate) fn copy(&self, w: &Write) {
+    /// The bytes of one write, from one mapped heap to another; the error when a receiver's
+    /// waiter that took a share of it, or of an earlier write to that rank, has not finished
+    /// copying ([`crate::shared_copy`]).
+    pub(crate) fn copy(&self, w: &Write) -> TcaResult<()> {
         let src = self.ptr(w.src_node, w.src_addr, w.len);
         let dst = self.ptr(w.dst_node, w.dst_addr, w.len);
         if let (Some(s), Some(d)) = (src, dst) {
-            if self.copy_shared(w, s, d) {
-                return;
+            self.settle_abandoned(w.dst_node)?;
+            if let Some(copied) = self.copy_shared(w, s, d) {
+                return copied;
             }
             // SAFETY: both ranges lie inside mapped heaps (desc_set and start_dma checked every
             // handle; the engine checked offsets against the handles).
             unsafe { std::ptr::copy(s, d, w.len as usize) };
         }
+        Ok(())
     }
 
     /// The controller reads the 32-byte descriptor of `entry` from the channel's table in
@@ -221,6 +232,9 @@ impl Inner {
         }
         for t in work.done.drain(..) {
             let _ = e.handle_write_done(t);
+        }
+        for (t, error) in work.failed.drain(..) {
+            let _ = e.handle_write_refused(t, error);
         }
         if !work.local.is_empty() {
             for (src, slot, tag) in work.local.drain(..) {

@@ -65,6 +65,9 @@ pub(crate) struct Inner {
     /// A thread of this process offers a share of a write to each destination node
     /// ([`crate::shared_copy`]).
     pub offering: Vec<AtomicBool>,
+    /// Per destination: a share its waiter took was given up on, and may still be copied
+    /// ([`crate::shared_copy`]).
+    pub abandoned: Vec<AtomicBool>,
     /// Shares of peers' writes this rank's waiters copied ([`ShmFabric::shares_copied`]).
     pub shares_copied: AtomicU64,
     pub collectives: Mutex<Collectives>,
@@ -183,6 +186,7 @@ impl ShmFabric {
             chain_bytes: Default::default(),
             producers: (0..size).map(|_| StoreLock::new(Producer::default())).collect(),
             offering: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            abandoned: (0..size).map(|_| AtomicBool::new(false)).collect(),
             shares_copied: AtomicU64::new(0),
             carrying: Default::default(),
             replays: Replays::default(),

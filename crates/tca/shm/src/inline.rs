@@ -33,7 +33,7 @@ use crate::fabric::{lock, Inner};
 use crate::replay::{Claim, Replay};
 use crate::segment::Segment;
 use std::sync::atomic::{fence, Ordering};
-use tca_proto::{Action, DescriptorSource, Engine, PostedRun, TcaResult, Write};
+use tca_proto::{Action, DescriptorSource, Engine, PostedRun, TcaError, TcaResult, Write};
 
 /// A run taken whole, to carry out with plain stores.
 pub(crate) struct Alone {
@@ -159,9 +159,11 @@ impl Inner {
             let h = self.own().header();
             Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
-        self.copy(&a.write);
-        let mut dead = None;
-        if let (Some((dst, slot, tag)), Some(p)) = (a.notify, producer.as_mut()) {
+        // A write that failed (a receiver's waiter still copies a share of it) sends no
+        // notification: the receiver's wait fails rather than find bytes that may still change.
+        let copied = self.copy(&a.write);
+        let mut dead = (copied == Err(TcaError::PeerDead)).then_some(a.write.dst_node);
+        if let (Some((dst, slot, tag)), Some(p), Ok(())) = (a.notify, producer.as_mut(), copied) {
             if self.push_notify_held(p, dst, slot, tag) {
                 let peer = self.segs[dst as usize].header();
                 if peer.app_waiters.0.load(Ordering::Relaxed) != 0 {
@@ -177,7 +179,7 @@ impl Inner {
             self.finished_alone[a.channel as usize].store(a.kick, Ordering::Release);
         }
         let mut claim = claim;
-        if let (Some(c), true) = (claim.as_mut(), dead.is_some()) {
+        if let (Some(c), true) = (claim.as_mut(), dead.is_some() || copied.is_err()) {
             c.forget();
         }
         drop(claim);

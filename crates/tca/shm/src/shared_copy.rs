@@ -14,14 +14,17 @@
 //!
 //! The waiter takes an offer with one compare-and-swap, checks that both ranges lie inside the
 //! heaps (a peer's slot is not trusted) and refuses it otherwise; the writer then copies the
-//! tail itself. A writer whose waiter dies mid-copy gives up the write (its destination is
-//! gone; the notification's push marks the peer dead); one whose waiter does not finish within
-//! the timeout copies the tail itself.
+//! tail itself. A write is never reported while a waiter may still copy into its destination:
+//! a writer whose waiter dies mid-copy fails the write with `PeerDead`, and one whose waiter
+//! does not finish within the timeout (a stopped or starved process) fails it with `Timeout`,
+//! without a notification. The share stays taken and is marked abandoned; every later write of
+//! this rank to that peer first waits for it to end, and fails the same way while it has not,
+//! so that the late copy cannot overwrite a write reported since.
 
 use crate::fabric::Inner;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tca_proto::Write;
+use tca_proto::{TcaError, TcaResult, Write};
 
 /// Smallest write \[bytes\] whose copy is shared with a waiting receiver: below it the offer
 /// and the wait for the other half cost more than half the copy.
@@ -114,23 +117,42 @@ impl Inner {
         }
     }
 
+    /// Before a write of this rank to `peer`: waits for a share `peer`'s waiter took and this
+    /// rank gave up on ([`Inner::abandoned`]) to end; the error of the wait while it has not.
+    /// One process-local load when there is none.
+    pub(crate) fn settle_abandoned(&self, peer: u16) -> TcaResult<()> {
+        let Some(flag) = self.abandoned.get(peer as usize).filter(|f| f.load(Ordering::Acquire)) else {
+            return Ok(());
+        };
+        let share = &self.segs[peer as usize].header().shares[self.cfg.rank as usize];
+        match self.wait_share(share, peer) {
+            ShareEnd::Copied | ShareEnd::Refused => {
+                share.state.store(state::IDLE, Ordering::Relaxed);
+                flag.store(false, Ordering::Release);
+                Ok(())
+            }
+            ShareEnd::TimedOut => Err(TcaError::Timeout),
+            ShareEnd::PeerDead => Err(TcaError::PeerDead),
+        }
+    }
+
     /// Copies `w` (from `src` to `dst`, both checked) sharing it with the destination's
-    /// waiting thread when there is one; false when the write is not shared (the caller copies
-    /// it all).
-    pub(crate) fn copy_shared(&self, w: &Write, src: *const u8, dst: *mut u8) -> bool {
+    /// waiting thread when there is one; `None` when the write is not shared (the caller copies
+    /// it all), else whether it was copied whole.
+    pub(crate) fn copy_shared(&self, w: &Write, src: *const u8, dst: *mut u8) -> Option<TcaResult<()>> {
         let (me, peer) = (self.cfg.rank, w.dst_node);
         if w.len < SHARE_MIN || w.src_node != me || peer == me {
-            return false;
+            return None;
         }
-        let Some(seg) = self.segs.get(peer as usize) else { return false };
+        let seg = self.segs.get(peer as usize)?;
         let header = seg.header();
         if header.helper.0.load(Ordering::Relaxed) != u32::from(me) + 1 {
-            return false;
+            return None;
         }
         // One offer at a time per destination: another thread of this process copies alone.
         let offering = &self.offering[peer as usize];
         if offering.swap(true, Ordering::Acquire) {
-            return false;
+            return None;
         }
         let share = &header.shares[me as usize];
         match share.state.load(Ordering::Acquire) {
@@ -140,7 +162,7 @@ impl Inner {
             // A waiter still copies an earlier share: this write is copied alone.
             _ => {
                 offering.store(false, Ordering::Release);
-                return false;
+                return None;
             }
         }
         let head = (w.len / 2) & !63;
@@ -153,22 +175,44 @@ impl Inner {
         unsafe { std::ptr::copy(src, dst, head as usize) };
         // SAFETY: as above; the waiter has not taken the tail, has refused it, or is given up on.
         let copy_tail = || unsafe { std::ptr::copy(src.add(head as usize), dst.add(head as usize), tail as usize) };
-        match share.state.compare_exchange(state::OFFERED, state::IDLE, Ordering::Acquire, Ordering::Acquire) {
-            Ok(_) => copy_tail(),
-            Err(_) => match self.wait_share(share, peer) {
-                ShareEnd::Copied => share.state.store(state::IDLE, Ordering::Relaxed),
-                ShareEnd::Refused => {
+        let copied =
+            match share.state.compare_exchange(state::OFFERED, state::IDLE, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => {
                     copy_tail();
-                    share.state.store(state::IDLE, Ordering::Relaxed);
+                    Ok(())
                 }
-                // The state stays TAKEN: no share is offered to this peer until the waiter
-                // is done with it.
-                ShareEnd::TimedOut => copy_tail(),
-                ShareEnd::PeerDead => {}
-            },
-        }
+                Err(_) => match self.wait_share(share, peer) {
+                    ShareEnd::Copied => {
+                        share.state.store(state::IDLE, Ordering::Relaxed);
+                        Ok(())
+                    }
+                    ShareEnd::Refused => {
+                        copy_tail();
+                        share.state.store(state::IDLE, Ordering::Relaxed);
+                        Ok(())
+                    }
+                    // The state stays TAKEN: the waiter may still copy into the destination, so
+                    // the write fails, and later writes to this peer wait for the share first.
+                    end @ (ShareEnd::TimedOut | ShareEnd::PeerDead) => {
+                        self.abandoned[peer as usize].store(true, Ordering::Release);
+                        self.forget_idle_repeats();
+                        Err(if matches!(end, ShareEnd::TimedOut) { TcaError::Timeout } else { TcaError::PeerDead })
+                    }
+                },
+            };
         offering.store(false, Ordering::Release);
-        true
+        Some(copied)
+    }
+
+    /// Drops the runs kept for repeats on every channel no thread carries now: a repeat of
+    /// the C header writes without [`Inner::settle_abandoned`]; the library's start does not
+    /// (a channel carried now is the caller's own, whose run drops its record itself).
+    fn forget_idle_repeats(&self) {
+        for channel in 0..self.carrying.len() as u8 {
+            if let Ok(mut c) = self.claim(channel) {
+                c.forget();
+            }
+        }
     }
 
     /// Waits until the waiter that took `share` is done with it.

@@ -8,8 +8,8 @@ use std::sync::RwLock;
 
 static RUN: AtomicU32 = AtomicU32::new(0);
 
-/// The shared-copy scenario checks that a spinning receiver copies shares of large writes, which
-/// it does only while it has a CPU when the writer offers them: it runs alone, the other
+/// The shared-copy scenarios check that a spinning receiver copies shares of large writes, which
+/// it does only while it has a CPU when the writer offers them: they run alone, the other
 /// scenarios of this file side by side.
 static ALONE: RwLock<()> = RwLock::new(());
 
@@ -24,7 +24,7 @@ fn run(scenario: &str, n: u16, extra: &[(&str, &str)]) -> Outcome {
 
 /// Runs `n` ranks of `scenario`, each restricted to `cpus` when given.
 fn run_on(scenario: &str, n: u16, extra: &[(&str, &str)], cpus: Option<&[usize]>) -> Outcome {
-    let alone = scenario == "shared-copy";
+    let alone = scenario == "shared-copy" || scenario == "abandoned-share";
     let _alone = alone.then(|| ALONE.write().unwrap_or_else(|e| e.into_inner()));
     let _beside = (!alone).then(|| ALONE.read().unwrap_or_else(|e| e.into_inner()));
     let job = format!("test{}-{}", std::process::id(), RUN.fetch_add(1, Ordering::Relaxed));
@@ -123,6 +123,13 @@ fn a_notification_to_the_rank_itself_is_never_missed() {
 fn a_wait_sleeps_beside_a_rank_that_finished() {
     let o = run("wait-beside-finished", 3, &[]);
     assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);
+}
+
+#[test]
+fn a_share_whose_copier_is_stopped_is_never_reported() {
+    let o = run("abandoned-share", 2, &[("TCA_TIMEOUT_MS", "300"), ("TCA_SPIN_US", "250000")]);
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);
+    assert!(o.out.contains("1 shares copied"), "the stopped rank took the share: {}", o.out);
 }
 
 #[test]
