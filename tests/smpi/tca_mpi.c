@@ -5,7 +5,8 @@
  *                   rank used (GPU 0, or with `spread` rank r on GPU r % 2)
  *   pio SIZE        a PIO ping-pong between host buffers (tcaSendPIO payload + commit + flag
  *                   + commit, tcaWaitPIO): the header's inline PIO calls the library here
- *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 in MPI_Recv
+ *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
+ *                   1 ms of simulated time, then blocks in MPI_Recv
  *   tca             both ranks wait for a TCA notification that never comes */
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -46,7 +47,14 @@ int main(int argc, char** argv)
 
   if (strcmp(what, "mixed") == 0) {
     if (me == 0) CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
-    else MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else {
+      double t0 = MPI_Wtime();
+      int flag;
+      while (MPI_Wtime() - t0 < 1e-3) MPI_Iprobe(0, 9, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      printf("rank 1: blocks at %.3f us\n", MPI_Wtime() * 1e6);
+      fflush(stdout);
+      MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
   }
   if (strcmp(what, "tca") == 0) {
     tcaresult r = tcaWaitDMARecvDesc(&all[peer], 0, 7);

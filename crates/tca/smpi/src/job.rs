@@ -111,7 +111,9 @@ impl SmpiJob {
     /// What each rank does now, for a deadlock report.
     pub(crate) fn describe(&self) -> String {
         let st = self.lock();
-        format!("at {}: {}", st.scheduler.now(), st.scheduler.describe("is not in a TCA call (in MPI, or running)"))
+        // SimGrid's clock runs ahead of the TCA world's while ranks only do MPI.
+        let at = self.clock().max(st.scheduler.now());
+        format!("at {at}: {}", st.scheduler.describe("is not in a TCA call (in MPI, or running)"))
     }
 
     /// After a change of the world: ends a deadlock that involves only TCA (every rank waits
