@@ -7,7 +7,9 @@
  *                   + commit, tcaWaitPIO): the header's inline PIO calls the library here
  *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then blocks in MPI_Recv
- *   tca             both ranks wait for a TCA notification that never comes */
+ *   tca             both ranks wait for a TCA notification that never comes
+ *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
+ *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -55,6 +57,15 @@ int main(int argc, char** argv)
       fflush(stdout);
       MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+  }
+  if (strcmp(what, "lasterror") == 0) {
+    CHECK(tcaFinalize());
+    cudaGetLastError();
+    int mine = me, theirs = -1;
+    MPI_Sendrecv(&mine, 1, MPI_INT, peer, 0, &theirs, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    printf("rank %d: got %d, last CUDA error %s\n", me, theirs, cudaGetErrorName(cudaGetLastError()));
+    MPI_Finalize();
+    return 0;
   }
   if (strcmp(what, "tca") == 0) {
     tcaresult r = tcaWaitDMARecvDesc(&all[peer], 0, 7);

@@ -130,6 +130,13 @@ def test_each_rank_has_its_own_cuda_device(program):
     assert "rank 1: device 1, payload verified" in out.stdout
 
 
+def test_mpi_calls_leave_the_last_cuda_error_alone(program):
+    out = run(program, "lasterror")
+    assert out.returncode == 0, out.stderr
+    assert "rank 0: got 1, last CUDA error cudaSuccess" in out.stdout, out.stdout
+    assert "rank 1: got 0, last CUDA error cudaSuccess" in out.stdout, out.stdout
+
+
 def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):
     out = run(program, "mixed")
     assert out.returncode == 3, out.stdout + out.stderr

@@ -1,7 +1,22 @@
 //! What libtca offers the SMPI support library (`libtcasmpi.so`, built from
 //! `crates/tca/smpi/glue` and `crates/tca/smpi/c`).
 
+use std::ffi::{c_int, c_void};
 use std::io::Write;
+use tca_proto::fabric::MemorySpace;
+
+/// Whether `ptr` is GPU memory of the calling rank's TCA job: the question the MPI wrappers of
+/// `libtcasmpi.so` ask of every buffer. Asked here rather than through the CUDA runtime, it
+/// leaves the program's last CUDA error alone and joins no job: a rank outside one (an
+/// MPI-only program, or after `tcaFinalize`) has no GPU memory.
+#[no_mangle]
+pub extern "C" fn tca_smpi_on_gpu(ptr: *const c_void) -> c_int {
+    let on_gpu = || {
+        crate::registry::with_fabric(|f| Ok(f.pointer_info(ptr as usize as u64)?))
+            .is_ok_and(|info| matches!(info.space, MemorySpace::Device(_)))
+    };
+    std::panic::catch_unwind(on_gpu).map_or(0, c_int::from)
+}
 
 /// Writes one line on stderr naming what each rank of the SMPI program's TCA job does, after
 /// SimGrid found a deadlock; nothing outside such a job.

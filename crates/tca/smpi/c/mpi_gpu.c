@@ -2,7 +2,7 @@
  *
  * SMPI charges every message as host memory to host memory: its network model and the host
  * overheads that tca.peach.smpi_platform derives from the platform TOML. It cannot know which
- * buffers are GPU memory; the wrappers here ask the CUDA runtime (cudaPointerGetAttributes) and,
+ * buffers are GPU memory; the wrappers here ask libtca (or a real CUDA runtime) and,
  * for a device buffer, sleep for the difference MVAPICH2-GDR makes on that side of the message,
  * following the MVAPICH2 model (python/tca/peach/baselines/mvapich2.py):
  *
@@ -40,8 +40,13 @@ static int is_device(const void* p)
   return cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice;
 }
 #else
-/* The CUDA runtime API (CUDA 10 and later layout); weak, so that MPI-only programs link
- * without a CUDA runtime and see only host buffers. Room is left for older, longer layouts. */
+/* With libtca (the simulator), libtca answers for its CUDA runtime without going through it:
+ * the program's last CUDA error stays its own, and a rank that has not joined the TCA job (an
+ * MPI-only program), or has left it, is not joined by the question
+ * (crates/tca/capi/src/smpi.rs). Otherwise the CUDA runtime API (CUDA 10 and later layout).
+ * Both weak, so that MPI-only programs link without either and see only host buffers. Room is
+ * left for older, longer layouts. */
+extern int tca_smpi_on_gpu(const void* ptr) __attribute__((weak));
 struct tca_smpi_pointer_attributes {
   int type; /* cudaMemoryTypeUnregistered 0, Host 1, Device 2, Managed 3 */
   int device;
@@ -55,6 +60,8 @@ enum { CUDA_SUCCESS = 0, CUDA_MEMORY_TYPE_DEVICE = 2 };
 
 static int is_device(const void* p)
 {
+  if (tca_smpi_on_gpu != NULL)
+    return tca_smpi_on_gpu(p);
   if (cudaPointerGetAttributes == NULL)
     return 0;
   struct tca_smpi_pointer_attributes a;
