@@ -110,11 +110,11 @@ SMPI_LIB := target/release/libtcasmpi.so
 capi-smpi: capi smpi
 	@if command -v smpicc >/dev/null; then $(MAKE) --no-print-directory $(SMPI_LIB); fi
 
-$(SMPI_LIB): crates/tca/smpi/glue/deadlock.cpp crates/tca/smpi/c/mpi_gpu.c crates/tca/smpi/include/tca-smpi-mpi.h target/release/libtca.so
+$(SMPI_LIB): crates/tca/smpi/glue/hooks.cpp crates/tca/smpi/c/mpi_gpu.c crates/tca/smpi/include/tca-smpi-mpi.h target/release/libtca.so
 	@mkdir -p target/smpi
-	g++ -std=c++17 -O2 -fPIC -c crates/tca/smpi/glue/deadlock.cpp -o target/smpi/deadlock.o
+	g++ -std=c++17 -O2 -fPIC -c crates/tca/smpi/glue/hooks.cpp -o target/smpi/hooks.o
 	smpicc -O2 -fPIC -c crates/tca/smpi/c/mpi_gpu.c -o target/smpi/mpi_gpu.o
-	g++ -shared -o $@ target/smpi/deadlock.o target/smpi/mpi_gpu.o -Ltarget/release -Wl,-rpath,'$$ORIGIN' -ltca -lsimgrid
+	g++ -shared -o $@ target/smpi/hooks.o target/smpi/mpi_gpu.o -Ltarget/release -Wl,-rpath,'$$ORIGIN' -ltca -lsimgrid
 
 # libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig);
 # libtcacudart.so (target/release) with cuda_runtime.h (crates/tca/cuda/include), docs/cuda.md.

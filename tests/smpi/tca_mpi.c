@@ -8,6 +8,7 @@
  *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then blocks in MPI_Recv
  *   tca             both ranks wait for a TCA notification that never comes
+ *   unfinalized     both ranks return from main without tcaFinalize
  *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
 #include <cuda_runtime.h>
@@ -57,6 +58,11 @@ int main(int argc, char** argv)
       fflush(stdout);
       MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+  }
+  if (strcmp(what, "unfinalized") == 0) {
+    CHECK(tcaBarrier());
+    MPI_Finalize();
+    return 0;
   }
   if (strcmp(what, "lasterror") == 0) {
     CHECK(tcaFinalize());

@@ -4,6 +4,7 @@ named, and the same model as the thread-per-rank simulator (crates/tca/smpi)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -33,8 +34,22 @@ def program(tmp_path_factory) -> Path:
     return exe
 
 
-def run(program: Path, *args: str, ranks: int = 2) -> subprocess.CompletedProcess:
-    cmd = [*TCA, "run", "-n", str(ranks), "--fabric", "sim", "--platform", "ha-pacs-tca", str(program), *args]
+def run(
+    program: Path, *args: str, ranks: int = 2, tca_options: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    cmd = [
+        *TCA,
+        "run",
+        "-n",
+        str(ranks),
+        "--fabric",
+        "sim",
+        "--platform",
+        "ha-pacs-tca",
+        *tca_options,
+        str(program),
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -128,6 +143,15 @@ def test_each_rank_has_its_own_cuda_device(program):
     assert out.returncode == 0, out.stderr
     assert "rank 0: device 0, payload verified" in out.stdout
     assert "rank 1: device 1, payload verified" in out.stdout
+
+
+def test_trace_and_statistics_are_written_without_tca_finalize(program, tmp_path):
+    trace, stats = tmp_path / "trace.json", tmp_path / "stats.json"
+    out = run(program, "unfinalized", tca_options=("--trace", str(trace), "--stats-json", str(stats)))
+    assert out.returncode == 0, out.stderr
+    assert "tca: simulated TCA fabric: 2 ranks" in out.stderr
+    assert json.loads(stats.read_text())["ranks"] == 2
+    assert json.loads(trace.read_text())
 
 
 def test_mpi_calls_leave_the_last_cuda_error_alone(program):

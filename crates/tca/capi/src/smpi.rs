@@ -18,6 +18,13 @@ pub extern "C" fn tca_smpi_on_gpu(ptr: *const c_void) -> c_int {
     std::panic::catch_unwind(on_gpu).map_or(0, c_int::from)
 }
 
+/// The end of SimGrid's simulation: the TCA job writes its trace and statistics if no
+/// `tcaFinalize` of its last rank did.
+#[no_mangle]
+pub extern "C" fn tca_smpi_simulation_end() {
+    let _ = std::panic::catch_unwind(tca_smpi::simulation_end);
+}
+
 /// Writes one line on stderr naming what each rank of the SMPI program's TCA job does, after
 /// SimGrid found a deadlock; nothing outside such a job.
 #[no_mangle]

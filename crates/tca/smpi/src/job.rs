@@ -50,6 +50,8 @@ struct State {
     model_poked: bool,
     /// Wall-clock start, for events/s.
     started: std::time::Instant,
+    /// The trace and statistics were written ([`SmpiJob::end`]).
+    ended: bool,
 }
 
 type OnEnd = Box<dyn Fn(&Scheduler, std::time::Duration) + Send + Sync>;
@@ -59,7 +61,8 @@ pub struct SmpiJob {
     sg: &'static SimGrid,
     sems: Semaphores,
     state: Mutex<State>,
-    /// Called once when every rank has finished (trace file, statistics).
+    /// Called once, when every rank has finished or the simulation ends (trace file,
+    /// statistics).
     on_end: OnEnd,
 }
 
@@ -76,6 +79,7 @@ impl SmpiJob {
             asleep: vec![false; ranks as usize],
             model_poked: false,
             started: std::time::Instant::now(),
+            ended: false,
         };
         Arc::new(SmpiJob { sg, sems, state: Mutex::new(state), on_end })
     }
@@ -109,6 +113,18 @@ impl SmpiJob {
     }
 
     /// What each rank does now, for a deadlock report.
+    /// The end of the simulation: what the last `tcaFinalize` does, unless it was done (a rank
+    /// returned from `main` without it).
+    pub(crate) fn simulation_end(&self) {
+        self.end(&mut self.lock());
+    }
+
+    fn end(&self, st: &mut State) {
+        if !std::mem::replace(&mut st.ended, true) {
+            (self.on_end)(&st.scheduler, st.started.elapsed());
+        }
+    }
+
     pub(crate) fn describe(&self) -> String {
         let st = self.lock();
         // SimGrid's clock runs ahead of the TCA world's while ranks only do MPI.
@@ -247,7 +263,7 @@ impl Driver for SmpiJob {
             st.scheduler.finish(rank);
             st.scheduler.settle();
             if st.scheduler.all_finished() {
-                (self.on_end)(&st.scheduler, st.started.elapsed());
+                self.end(&mut st);
             }
             self.after_change(&mut st, true)
         };

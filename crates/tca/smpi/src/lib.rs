@@ -123,6 +123,14 @@ pub fn join() -> FabricResult<SimRank> {
     SimRank::new(job, rank)
 }
 
+/// SimGrid's simulation ended: the job writes its trace and statistics if its ranks did not
+/// (nothing outside a job).
+pub fn simulation_end() {
+    if let Some(job) = JOB.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        job.simulation_end();
+    }
+}
+
 /// What every rank of the job is doing, for a deadlock that SimGrid detected (MPI and TCA
 /// waits together); `None` outside a job.
 pub fn deadlock_report() -> Option<String> {

@@ -25,6 +25,8 @@ use std::time::Instant;
 use tca_proto::{Desc, DmaFlags, DmaMode, Fabric, FabricError, Handle, MemoryType, TcaError, HANDLE_BYTES};
 use tca_shm::ShmFabric;
 
+mod stalls;
+
 type Check = Result<(), String>;
 
 /// The error code of a result, for comparisons (the detail line is for people).
@@ -712,139 +714,6 @@ fn shared_copy(f: &ShmFabric) -> Check {
     ok("finalize", f.finalize())
 }
 
-/// A chain that notifies this rank itself, large enough for the rank's engine thread to carry
-/// it out, kicked again and again: every wait finds its notification (the test sets a short
-/// timeout). The thread that carries a run out wakes the waiters only once the notification is
-/// in the engine; woken before, a waiter took its look too early and slept until the timeout.
-fn self_notify(f: &dyn Fabric) -> Check {
-    const BYTES: u64 = 128 << 10;
-    let (_, src) = buffer(f, BYTES, MemoryType::Cpu)?;
-    let (_, dst) = buffer(f, BYTES, MemoryType::Cpu)?;
-    let mut d = Desc::new();
-    ok("set_memcpy", d.set_memcpy(&dst, 0, &src, 0, BYTES, DmaFlags::NOTIFY_SELF, 1, 7))?;
-    ok("desc_set", f.desc_set(0, &d))?;
-    for run in 0..20_000 {
-        ok("start", f.start_dma(0))?;
-        ok(&format!("wait recv, run {run}"), f.wait_dma_recv(&dst, 1, 7))?;
-        ok("wait channel", f.wait_dmac(0))?;
-    }
-    ok("finalize", f.finalize())
-}
-
-/// CPU time of the calling thread.
-fn thread_cpu() -> std::time::Duration {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: writes the clock into `t`.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
-/// 3 ranks: rank 2 finalizes at once; rank 0 reads rank 1's memory while rank 1 is stopped
-/// (SIGSTOP from rank 0) for 600 ms. Rank 0's `tcaWaitDMAC` finds rank 2 finished on every
-/// sleep slice; it sleeps all the same (marking a rank dead once, not at every look).
-fn wait_beside_finished(f: &dyn Fabric) -> Check {
-    let (me, _) = me_n(f)?;
-    let (_, h) = buffer(f, 4096, MemoryType::Cpu)?;
-    let pids = ok("allgather", f.allgather(&std::process::id().to_le_bytes()))?;
-    let hs = exchange(f, &h)?;
-    if me == 2 {
-        return ok("finalize", f.finalize());
-    }
-    // Rank 2 is gone before rank 0 starts; rank 1 stays until rank 0 tells it (PIO) that its
-    // read is over.
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let over = [1u8, 2, 3, 4];
-    if me == 1 {
-        ok("wait for rank 0", f.wait_pio(&h, 2048, &over, Some(0)))?;
-    }
-    if me == 0 {
-        let pid1 = i32::from_le_bytes(pids[4..8].try_into().expect("4 bytes a rank"));
-        let mut d = Desc::new();
-        ok("set_memcpy", d.set_memcpy(&hs[0], 0, &hs[1], 0, 1024, DmaFlags::NONE, 0, 0))?;
-        ok("desc_set", f.desc_set(0, &d))?;
-        // SAFETY: signals a rank of this job, which is resumed below.
-        unsafe { libc::kill(pid1, libc::SIGSTOP) };
-        let resume = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(600));
-            // SAFETY: as above.
-            unsafe { libc::kill(pid1, libc::SIGCONT) };
-        });
-        let (wall, cpu) = (Instant::now(), thread_cpu());
-        ok("start", f.start_dma(0))?;
-        ok("wait channel", f.wait_dmac(0))?;
-        let (wall, cpu) = (wall.elapsed(), thread_cpu() - cpu);
-        resume.join().map_err(|_| "the resuming thread panicked")?;
-        if cpu * 2 > wall {
-            return Err(format!("the wait took {wall:?} and used {cpu:?} of CPU: it did not sleep"));
-        }
-        println!("rank 0: waited {wall:?}, {cpu:?} of CPU");
-        let region = ok("pio region", f.set_pio_region(&hs[1], 2048, 4))?;
-        ok("tell rank 1", f.send_pio(&region, 0, &over))?;
-        ok("commit", f.send_pio_commit())?;
-    }
-    ok("finalize", f.finalize())
-}
-
-/// 2 ranks: rank 0 writes 64 MiB to rank 1, whose waiting thread takes the share of it and
-/// is stopped mid-copy (SIGSTOP from rank 0) for longer than the timeout; rank 0 refills its
-/// source once its channel wait returns, as a program may. The write must not be reported
-/// while the stopped copy can still land: rank 1 either never gets the notification, or gets
-/// it with the message's bytes. A later write to rank 1 arrives whole once the copy ended.
-fn abandoned_share(f: &ShmFabric) -> Check {
-    const LEN: u64 = 64 << 20;
-    let (me, _) = me_n(f)?;
-    let (_, src) = buffer(f, LEN, MemoryType::Cpu)?;
-    let (_, dst) = buffer(f, LEN, MemoryType::Cpu)?;
-    let dsts = exchange(f, &dst)?;
-    let srcs = exchange(f, &src)?;
-    let pids = ok("allgather", f.allgather(&std::process::id().to_le_bytes()))?;
-    fill_at(f, &src, 0, LEN, 1 << 8 | u64::from(me))?;
-    ok("barrier", f.barrier())?;
-    if me == 0 {
-        let mut d = Desc::new();
-        ok("set_memcpy", d.set_memcpy(&dsts[1], 0, &src, 0, LEN, DmaFlags::NOTIFY, 1, 1))?;
-        ok("desc_set", f.desc_set(0, &d))?;
-        // Rank 1 is in its wait (it spins there) when the write starts.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let pid1 = i32::from_le_bytes(pids[4..8].try_into().expect("4 bytes a rank"));
-        let stopper = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_micros(300));
-            // SAFETY: signals rank 1 of this job, resumed below.
-            unsafe { libc::kill(pid1, libc::SIGSTOP) };
-            std::thread::sleep(std::time::Duration::from_millis(600));
-            // SAFETY: as above.
-            unsafe { libc::kill(pid1, libc::SIGCONT) };
-        });
-        ok("start", f.start_dma(0))?;
-        let first = f.wait_dmac(0);
-        fill_at(f, &src, 0, LEN, 2 << 8)?;
-        stopper.join().map_err(|_| "the stopping thread panicked")?;
-        println!("rank 0: the write whose share was stopped: {first:?}");
-        ok("barrier", f.barrier())?;
-        let mut d = Desc::new();
-        ok("set_memcpy", d.set_memcpy(&dsts[1], 0, &src, 0, 4096, DmaFlags::NOTIFY, 1, 2))?;
-        ok("desc_set", f.desc_set(0, &d))?;
-        ok("start the next write", f.start_dma(0))?;
-        ok("wait for the next write", f.wait_dmac(0))?;
-    } else {
-        let first = f.wait_dma_recv(&srcs[0], 1, 1);
-        let mut want = vec![0u8; LEN as usize];
-        fill(&mut want, 1 << 8);
-        if first.is_ok() && contents(f, &dst)? != want {
-            return Err("the notification came, but not with the message's bytes".into());
-        }
-        println!("rank 1: the wait for the write: {first:?}, {} shares copied", f.shares_copied());
-        ok("barrier", f.barrier())?;
-        ok("the next write", f.wait_dma_recv(&srcs[0], 1, 2))?;
-        let mut want = vec![0u8; 4096];
-        fill(&mut want, 2 << 8);
-        if contents(f, &dst)?[..4096] != want[..] {
-            return Err("the next write did not arrive whole".into());
-        }
-    }
-    ok("finalize", f.finalize())
-}
-
 fn main() -> ExitCode {
     let name = std::env::args().nth(1).unwrap_or_default();
     let f = match ShmFabric::init() {
@@ -868,9 +737,9 @@ fn main() -> ExitCode {
         "repeated-runs" => repeated_runs(&f),
         "set-while-running" => set_while_running(&f),
         "shared-copy" => shared_copy(&f),
-        "self-notify" => self_notify(&f),
-        "abandoned-share" => abandoned_share(&f),
-        "wait-beside-finished" => wait_beside_finished(&f),
+        "self-notify" => stalls::self_notify(&f),
+        "abandoned-share" => stalls::abandoned_share(&f),
+        "wait-beside-finished" => stalls::wait_beside_finished(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {
