@@ -49,7 +49,10 @@ fn mpi_rank(sg: &simgrid::SimGrid) -> FabricResult<(u32, u32)> {
     unsafe {
         (sg.mpi_initialized)(&mut init);
         if init == 0 {
-            return Err(error("tcaInit inside SMPI needs MPI_Init first (the TCA job is the MPI job)"));
+            return Err(error(
+                "a TCA or CUDA call on the simulator needs MPI_Init first (tcaInit, or the first CUDA \
+                 call, joins the TCA job, which is the MPI job)",
+            ));
         }
         let world = *sg.comm_world;
         (sg.mpi_comm_rank)(world, &mut rank);
