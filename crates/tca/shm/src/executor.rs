@@ -285,6 +285,13 @@ impl Inner {
             self.note_held(e);
             // Only holders of the engine lock write it: no read-modify-write needed.
             self.drained.store(self.drained.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+            // A thread of this process asleep for one of them would find it only when its
+            // sleep slice ends (2 ms). One that announces itself after this look looks at the
+            // engine again before it sleeps.
+            let h = own.header();
+            if h.app_waiters.0.load(Ordering::SeqCst) != 0 {
+                Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
+            }
         }
     }
 
