@@ -1,9 +1,10 @@
 /*
  * tca-api.h: the TCA user API (C) of tca, implemented by libtca.so.
  *
- * Names, signatures, flags and the call sequence follow the published TCA API (SYSTEMS.md §1;
- * seed 001, "TCAアーキテクチャのユーザ利用") as HA-PACS/TCA programs use it; docs/c-api.md lists
- * what was checked and the differences left. Calls marked "Extension" are this library's own.
+ * Names, signatures, flags and the call sequence follow the published TCA API as SYSTEMS.md §1
+ * lists it and HA-PACS/TCA programs use it; the seeds name the functions only in words (seed
+ * 001, "TCAアーキテクチャのユーザ利用": initialise, map GPU memory, prepare DMA descriptors, start
+ * PIO and DMA, check arrival). docs/c-api.md lists what was checked and the differences left. Calls marked "Extension" are this library's own.
  * This library runs it on the fabric TCA_FABRIC names (see
  * tcaInit): by default the shm fabric, whose ranks are processes on one host, started by
  * `tca run -n N` or by mpirun (docs/shm-fabric.md).
@@ -88,7 +89,7 @@ typedef enum tcaMemoryType { tcaMemoryCPU = 0, tcaMemoryGPU = 1 } tcaMemoryType;
 typedef int tcaDMAFlag;              /* an OR of the flags above (programs declare it) */
 
 /* Extension: how the DMA controller gets the requests (seed 000 §3.5.2). */
-enum tcaDMAMode { tcaDMAModeAuto = 0, tcaDMAModeRegister = 1, tcaDMAModeChaining = 2 };
+typedef enum tcaDMAMode { tcaDMAModeAuto = 0, tcaDMAModeRegister = 1, tcaDMAModeChaining = 2 } tcaDMAMode;
 
 /* Reduction operators and types of the published API (tcaCollAllreduce, tcaCollReduce).
  * TCA_OP_NOOP is the last operator. A type's value is its size in bytes << 8 | its index

@@ -115,7 +115,8 @@ fn inline_pio_matches_the_library() {
          #endif\n\
          int store(const tcaPIOHandle *p, const void *src) {{ return tcaSendPIO(p, 0, src, 4) + tcaSendPIOCommit(); }}\n\
          int wait(const tcaHandle *h) {{ return tcaWaitPIO(h, 0, 1, 0) + tcaWaitDMARecvDesc(h, 0, 1); }}\n\
-         int start(void) {{ return tcaStartDMADesc(0) + tcaWaitDMAC(0); }}\n"
+         int start(void) {{ return tcaStartDMADesc(0) + tcaWaitDMAC(0); }}\n\
+         int mode(tcaDesc *d) {{ tcaDMAMode m = tcaDMAModeChaining; return tcaDescSetMode(d, m); }}\n"
     );
     let dir = std::env::temp_dir().join(format!("tca-header-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
