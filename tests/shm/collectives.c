@@ -218,6 +218,15 @@ int main(void)
   EXPECT(n == 1 || r == TCA_ERROR_COLL_MISMATCH, "mismatched counts gave %d", r);
   CHECK(tcaCollAllreduce(x, y, 1, TCA_INT, TCA_OP_SUM));
   EXPECT(y[0] == n, "allreduce after a mismatch: %d", y[0]);
+  /* Two argument lists whose 32-bit signatures are equal (found by search): the payloads'
+   * lengths still tell them apart. */
+  if (n == 2) {
+    static unsigned char in[3518], out[3518];
+    memset(in, 1, sizeof in);
+    r = me == 0 ? tcaCollAllreduce(in, out, 3518, TCA_BYTE, TCA_OP_LAND)
+                : tcaCollReduce(in, out, 161, TCA_INT, TCA_OP_PROD, 1);
+    EXPECT(r == TCA_ERROR_COLL_MISMATCH, "colliding signatures gave %d", r);
+  }
   EXPECT(tcaCollBcast(y, 4, n) == TCA_ERROR_INVALID_NODE, "root outside the job accepted");
   CHECK(tcaCollBarrier());
 #ifdef TCA_COLL_MPI

@@ -31,7 +31,7 @@ for n in 2 4 8; do
 done
 # The collective library (tcaColl*): every operator on every type against a serial reference.
 cc -O2 -Wall -Wextra -Werror -o "$OUT/collectives" tests/shm/collectives.c $flags
-for n in 1 3 4 16; do
+for n in 1 2 3 4 16; do
     step $TCA run -n $n "$OUT/collectives"
 done
 # A chain kicked every iteration next to the library's chains: TCA_ERROR_CHANNEL_TAKEN after a

@@ -158,10 +158,13 @@ impl Coll {
         }
         let mut out = vec![0u8; usize::from(n) * p];
         let mut seen = (sig, sig);
+        let mut lengths_differ = false;
         for d in 1..n {
             let from = (me + n - d) % n;
             let m = self.take(f, from)?;
             seen = (seen.0.min(m.sig.0), seen.1.max(m.sig.1));
+            // As in the PIO exchange: another length is another argument list.
+            lengths_differ |= m.data.len() != p;
             let take = m.data.len().min(p);
             out[usize::from(from) * p..][..take].copy_from_slice(&m.data[..take]);
         }
@@ -169,7 +172,7 @@ impl Coll {
         // The caller may reuse its buffer once every peer has the block: [`Coll::settle`].
         self.unsettled = true;
         out[usize::from(me) * p..][..p].copy_from_slice(&self.own_payload(p));
-        if seen.0 != seen.1 {
+        if seen.0 != seen.1 || lengths_differ {
             self.settle(f)?;
             return Err(CollError::Mismatch(format!(
                 "{what}: another rank passed a different kind, size, type, operator or root"

@@ -140,14 +140,18 @@ impl Coll {
         let mut out = vec![0u8; usize::from(n) * p];
         out[usize::from(me) * p..][..p].copy_from_slice(mine);
         let mut seen = (sig, sig);
+        let mut lengths_differ = false;
         for d in 1..n {
             let src = (me + n - d) % n;
             let m = self.take(f, src)?;
             seen = (seen.0.min(m.sig.0), seen.1.max(m.sig.1));
+            // Different lengths are different arguments, whatever the signatures say (two
+            // argument lists may hash alike).
+            lengths_differ |= m.data.len() != p;
             let take = m.data.len().min(p);
             out[usize::from(src) * p..][..take].copy_from_slice(&m.data[..take]);
         }
-        if seen.0 != seen.1 {
+        if seen.0 != seen.1 || lengths_differ {
             return Err(CollError::Mismatch(format!(
                 "{what}: another rank passed a different kind, size, type, operator or root"
             )));
