@@ -137,6 +137,37 @@ static void reductions(size_t count)
   free(mine), free(want), free(got);
 }
 
+/* An argument only the last rank gets wrong (a root outside the job, an operator the type does
+ * not have, a NULL buffer), on `count` ints: that rank gets its own error, the others
+ * TCA_ERROR_COLL_MISMATCH in the same call, and the next call is right on every rank. */
+static void refused(size_t count)
+{
+  int *x = malloc(count * sizeof(int)), *y = malloc(count * sizeof(int));
+  int odd = me == n - 1;
+  for (size_t i = 0; i < count; i++) x[i] = me + 1;
+  for (int which = 0; which < 4 && n > 1; which++) {
+    tcaresult r, want = TCA_ERROR_COLL_MISMATCH;
+    if (which == 0) {
+      r = tcaCollReduce(x, y, count, TCA_INT, TCA_OP_SUM, odd ? n : 0);
+      if (odd) want = TCA_ERROR_INVALID_NODE;
+    } else if (which == 1) {
+      r = tcaCollBcast(y, count * sizeof(int), odd ? -1 : 0);
+      if (odd) want = TCA_ERROR_INVALID_NODE;
+    } else if (which == 2) {
+      r = tcaCollAllreduce(x, y, count, TCA_INT, odd ? TCA_OP_NOOP : TCA_OP_SUM);
+      if (odd) want = TCA_ERROR_INVALID_OP;
+    } else {
+      r = tcaCollAllreduce(odd ? NULL : x, y, count, TCA_INT, TCA_OP_SUM);
+      if (odd) want = TCA_ERROR_INVALID_ARGUMENT;
+    }
+    EXPECT(r == want, "refused call %d on %zu ints gave %d, want %d", which, count, r, want);
+    CHECK(tcaCollAllreduce(x, y, count, TCA_INT, TCA_OP_SUM));
+    EXPECT(y[0] == n * (n + 1) / 2 && y[count - 1] == y[0], "the call after refused call %d: %d", which, y[0]);
+  }
+  free(x);
+  free(y);
+}
+
 static void gathers(size_t size)
 {
   char *block = malloc(size), *all;
@@ -228,6 +259,8 @@ int main(void)
     EXPECT(r == TCA_ERROR_COLL_MISMATCH, "colliding signatures gave %d", r);
   }
   EXPECT(tcaCollBcast(y, 4, n) == TCA_ERROR_INVALID_NODE, "root outside the job accepted");
+  refused(1);     /* PIO */
+  refused(40000); /* DMA */
   CHECK(tcaCollBarrier());
 #ifdef TCA_COLL_MPI
   timing();

@@ -15,7 +15,7 @@ use crate::results::{run, CErr, TCA_ERROR_COLL_MISMATCH, TCA_ERROR_INVALID_ARGUM
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
-use tca_coll::{Coll, CollError, Config, DataType, Op};
+use tca_coll::{Coll, CollError, Config, DataType, Kind, Op};
 use tca_proto::{Fabric, CHANNELS};
 
 /// Each rank's library by fabric. A rank's library is taken out while it runs a collective:
@@ -77,10 +77,22 @@ fn with_coll(op: impl FnOnce(&mut Coll, &dyn Fabric) -> Result<(), CollError>) -
     })
 }
 
-fn op_type(ty: c_int, op: c_int) -> Result<(DataType, Op), CErr> {
+fn op_type(ty: c_int, op: c_int) -> Result<(DataType, Op), CollError> {
     let (ty, op) = (DataType::from_value(ty)?, Op::from_value(op)?);
     ty.check(op)?;
     Ok((ty, op))
+}
+
+/// A NULL buffer where the call needs one.
+fn null(call: &str) -> CollError {
+    CollError::InvalidArgument(format!("{call}: a NULL buffer"))
+}
+
+/// The bytes of `count` elements of type value `ty` a rank (one a byte for a value that is no
+/// type: the guess that picks the other ranks' first exchange when they pass a byte type).
+fn bytes(count: usize, ty: c_int) -> u64 {
+    let size = DataType::from_value(ty).map_or(1, |t| t.size());
+    (count as u64).saturating_mul(size as u64)
 }
 
 /// `tcaCollBarrier`.
@@ -96,13 +108,15 @@ pub extern "C" fn tcaCollBarrier() -> c_int {
 /// (or are NULL with `size` 0).
 #[no_mangle]
 pub unsafe extern "C" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
+    let (s, r) = (send as usize as u64, recv as usize as u64);
     run(|| {
-        if size > 0 && (send.is_null() || recv.is_null()) {
-            return Err(CErr::Arg);
-        }
-        let (s, r) = (send as usize as u64, recv as usize as u64);
-        // SAFETY: the caller's contract (tca-api.h): send holds size bytes, recv size * nodes.
-        with_coll(|c, f| unsafe { c.allgather_raw(f, s, r, size as u64) })
+        with_coll(|c, f| {
+            if size > 0 && (s == 0 || r == 0) {
+                return Err(c.refuse(f, Kind::Allgather, size as u64, null("tcaCollAllgather")));
+            }
+            // SAFETY: the caller's contract (tca-api.h): send holds size bytes, recv size * nodes.
+            unsafe { c.allgather_raw(f, s, r, size as u64) }
+        })
     })
 }
 
@@ -118,14 +132,17 @@ pub unsafe extern "C" fn tcaCollAllreduce(
     ty: c_int,
     op: c_int,
 ) -> c_int {
+    let (s, r) = (send as usize as u64, recv as usize as u64);
     run(|| {
-        let (ty, op) = op_type(ty, op)?;
-        if count > 0 && (send.is_null() || recv.is_null()) {
-            return Err(CErr::Arg);
-        }
-        let (s, r) = (send as usize as u64, recv as usize as u64);
-        // SAFETY: the caller's contract: both hold count elements.
-        with_coll(|c, f| unsafe { c.allreduce_raw(f, s, r, count as u64, ty, op) })
+        with_coll(|c, f| {
+            let checked = op_type(ty, op).and_then(|t| match count > 0 && (s == 0 || r == 0) {
+                true => Err(null("tcaCollAllreduce")),
+                false => Ok(t),
+            });
+            let (ty, op) = checked.map_err(|e| c.refuse(f, Kind::Allreduce, bytes(count, ty), e))?;
+            // SAFETY: the caller's contract: both hold count elements.
+            unsafe { c.allreduce_raw(f, s, r, count as u64, ty, op) }
+        })
     })
 }
 
@@ -142,16 +159,15 @@ pub unsafe extern "C" fn tcaCollReduce(
     op: c_int,
     root: c_int,
 ) -> c_int {
+    let (s, r) = (send as usize as u64, recv as usize as u64);
     run(|| {
-        let (ty, op) = op_type(ty, op)?;
-        if count > 0 && send.is_null() {
-            return Err(CErr::Arg);
-        }
-        let (s, r) = (send as usize as u64, recv as usize as u64);
         with_coll(|c, f| {
-            if count > 0 && r == 0 && i64::from(root) == i64::from(c.rank()) {
-                return Err(CollError::InvalidArgument("tcaCollReduce: NULL recv at the root".into()));
-            }
+            let at_root = i64::from(root) == i64::from(c.rank());
+            let checked = op_type(ty, op).and_then(|t| match count > 0 && (s == 0 || (r == 0 && at_root)) {
+                true => Err(null("tcaCollReduce")),
+                false => Ok(t),
+            });
+            let (ty, op) = checked.map_err(|e| c.refuse(f, Kind::Reduce, bytes(count, ty), e))?;
             // SAFETY: the caller's contract: send holds count elements, recv too at the root.
             unsafe { c.reduce_raw(f, s, r, count as u64, ty, op, i64::from(root)) }
         })
@@ -164,13 +180,15 @@ pub unsafe extern "C" fn tcaCollReduce(
 /// `buf` holds `size` bytes of this process.
 #[no_mangle]
 pub unsafe extern "C" fn tcaCollBcast(buf: *mut c_void, size: usize, root: c_int) -> c_int {
+    let b = buf as usize as u64;
     run(|| {
-        if size > 0 && buf.is_null() {
-            return Err(CErr::Arg);
-        }
-        let b = buf as usize as u64;
-        // SAFETY: the caller's contract: buf holds size bytes.
-        with_coll(|c, f| unsafe { c.bcast_raw(f, b, size as u64, i64::from(root)) })
+        with_coll(|c, f| {
+            if size > 0 && b == 0 {
+                return Err(c.refuse(f, Kind::Bcast, size as u64, null("tcaCollBcast")));
+            }
+            // SAFETY: the caller's contract: buf holds size bytes.
+            unsafe { c.bcast_raw(f, b, size as u64, i64::from(root)) }
+        })
     })
 }
 

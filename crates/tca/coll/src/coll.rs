@@ -78,9 +78,10 @@ pub struct Coll {
     pub(crate) config: Config,
 }
 
-/// What a collective is, for the argument signature.
+/// What a collective is, for the argument signature and [`Coll::refuse`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Kind {
+#[allow(missing_docs)]
+pub enum Kind {
     Barrier = 1,
     Allgather = 2,
     Allreduce = 3,
@@ -181,6 +182,33 @@ impl Coll {
         self.epoch = self.epoch.wrapping_add(1).max(1);
     }
 
+    /// This rank refuses its arguments of a call with `error`, found before any exchange (a bad
+    /// root, a NULL buffer, an operator the type does not have). It still takes part in the
+    /// first exchange the other ranks run for `kind` on `bytes` a rank, with a pair of
+    /// signatures that never agrees: they fail with [`CollError::Mismatch`] in this call,
+    /// instead of pairing it with this rank's next one and staying a call apart. Returns
+    /// `error`. Ranks whose own arguments choose another first exchange (another size) still
+    /// wait for each other until the timeout, as for any such mismatch.
+    pub fn refuse(&mut self, f: &dyn Fabric, kind: Kind, bytes: u64, error: CollError) -> CollError {
+        const NEVER: (u32, u32) = (0, u32::MAX);
+        let p = usize::try_from(bytes).unwrap_or(usize::MAX);
+        let direct = match kind {
+            Kind::Barrier => true,
+            Kind::Bcast => false,
+            // The small direct exchange, or the handshake of the DMA patterns.
+            Kind::Allgather | Kind::Allreduce | Kind::Reduce => {
+                self.direct(p) || p.saturating_mul(max_blocks(self.n)) > self.config.pio_limit
+            }
+        };
+        // The others' error is the mismatch; this rank's is its own.
+        let _ = if direct {
+            self.direct_exchange(f, NEVER, "", &[]).map(drop)
+        } else {
+            self.disseminate_seen(f, NEVER, "", &mut |_| Vec::new(), &mut |_, _| true)
+        };
+        error
+    }
+
     fn check_root(&self, root: i64) -> CollResult<u16> {
         u16::try_from(root).ok().filter(|&r| r < self.n).ok_or_else(|| {
             let detail = format!("root {root} is not a rank of this job of {} ranks", self.n);
@@ -207,7 +235,10 @@ impl Coll {
     /// `send` points to `size` readable bytes and `recv` to `size * ranks` writable bytes of
     /// this process (host or device memory).
     pub unsafe fn allgather_raw(&mut self, f: &dyn Fabric, send: u64, recv: u64, size: u64) -> CollResult<()> {
-        let (sbuf, rbuf) = (UserBuf::new(f, send)?, UserBuf::new(f, recv)?);
+        let (sbuf, rbuf) = match (UserBuf::new(f, send), UserBuf::new(f, recv)) {
+            (Ok(s), Ok(r)) => (s, r),
+            (Err(e), _) | (_, Err(e)) => return Err(self.refuse(f, Kind::Allgather, size, e)),
+        };
         let (n, me) = (u64::from(self.n), u64::from(self.me));
         let send_off = if send == recv { me * size } else { 0 };
         let dma = !self.direct(size as usize) && size as usize * max_blocks(self.n) > self.config.pio_limit;
@@ -266,7 +297,10 @@ impl Coll {
         op: Op,
         root: i64,
     ) -> CollResult<()> {
-        let root = self.check_root(root)?;
+        let root = match self.check_root(root) {
+            Ok(root) => root,
+            Err(e) => return Err(self.refuse(f, Kind::Reduce, count.saturating_mul(ty.size() as u64), e)),
+        };
         // SAFETY: the caller's contract.
         unsafe { self.reduce_any(f, send, recv, count, ty, op, Some(root)) }
     }
@@ -282,16 +316,22 @@ impl Coll {
         op: Op,
         root: Option<u16>,
     ) -> CollResult<()> {
-        ty.check(op)?;
-        let bytes = count
-            .checked_mul(ty.size() as u64)
-            .ok_or_else(|| CollError::InvalidArgument(format!("{count} elements of {} overflow", ty.c_name())))?;
         let kind = if root.is_some() { Kind::Reduce } else { Kind::Allreduce };
+        let bytes = count.saturating_mul(ty.size() as u64);
+        let checked = ty.check(op).and_then(|()| {
+            count
+                .checked_mul(ty.size() as u64)
+                .ok_or_else(|| CollError::InvalidArgument(format!("{count} elements of {} overflow", ty.c_name())))?;
+            Ok((UserBuf::new(f, send)?, UserBuf::new(f, recv)?))
+        });
+        let (sbuf, rbuf) = match checked {
+            Ok(bufs) => bufs,
+            Err(e) => return Err(self.refuse(f, kind, bytes, e)),
+        };
         let what = if root.is_some() { "reduce" } else { "allreduce" };
         let dma = !self.direct(bytes as usize) && bytes as usize * max_blocks(self.n) > self.config.pio_limit;
         let args = [count, ty.value() as u64, op.value() as u64, root.map_or(u64::MAX, u64::from)];
         let sig = signature(kind, dma, &args);
-        let (sbuf, rbuf) = (UserBuf::new(f, send)?, UserBuf::new(f, recv)?);
         if dma {
             // SAFETY: the caller's contract.
             return unsafe { self.dma_reduce(f, sig, sbuf, rbuf, bytes, ty, op, root) };
@@ -320,8 +360,10 @@ impl Coll {
     /// # Safety
     /// `buf` points to `size` bytes of this process (host or device).
     pub unsafe fn bcast_raw(&mut self, f: &dyn Fabric, buf: u64, size: u64, root: i64) -> CollResult<()> {
-        let root = self.check_root(root)?;
-        let b = UserBuf::new(f, buf)?;
+        let (root, b) = match self.check_root(root).and_then(|root| Ok((root, UserBuf::new(f, buf)?))) {
+            Ok(checked) => checked,
+            Err(e) => return Err(self.refuse(f, Kind::Bcast, size, e)),
+        };
         let dma = size as usize > self.config.pio_limit;
         let sig = signature(Kind::Bcast, dma, &[size, u64::from(root)]);
         if dma {
@@ -350,12 +392,13 @@ impl Coll {
     /// [`Coll::allgather_raw`].
     pub fn allgather(&mut self, f: &dyn Fabric, send: &[u8], recv: &mut [u8]) -> CollResult<()> {
         if recv.len() != send.len() * usize::from(self.n) {
-            return Err(CollError::InvalidArgument(format!(
+            let e = CollError::InvalidArgument(format!(
                 "allgather of {} B into {} B on {} ranks",
                 send.len(),
                 recv.len(),
                 self.n
-            )));
+            ));
+            return Err(self.refuse(f, Kind::Allgather, send.len() as u64, e));
         }
         let (s, r) = (UserBuf::host(send.as_ptr()).at(0), UserBuf::host(recv.as_ptr()).at(0));
         // SAFETY: the slices hold the bytes; they cannot be the same memory (borrow rules).
@@ -367,7 +410,8 @@ impl Coll {
     /// # Errors
     /// [`CollError::InvalidArgument`] for lengths that disagree; as [`Coll::allreduce_raw`].
     pub fn allreduce(&mut self, f: &dyn Fabric, send: &[u8], recv: &mut [u8], ty: DataType, op: Op) -> CollResult<()> {
-        let count = elements(send.len(), recv.len(), ty)?;
+        let count =
+            elements(send.len(), recv.len(), ty).map_err(|e| self.refuse(f, Kind::Allreduce, send.len() as u64, e))?;
         // SAFETY: the slices hold count elements.
         unsafe {
             self.allreduce_raw(f, send.as_ptr() as usize as u64, recv.as_mut_ptr() as usize as u64, count, ty, op)
@@ -379,7 +423,8 @@ impl Coll {
     /// # Errors
     /// As [`Coll::allreduce`].
     pub fn allreduce_in_place(&mut self, f: &dyn Fabric, buf: &mut [u8], ty: DataType, op: Op) -> CollResult<()> {
-        let count = elements(buf.len(), buf.len(), ty)?;
+        let count =
+            elements(buf.len(), buf.len(), ty).map_err(|e| self.refuse(f, Kind::Allreduce, buf.len() as u64, e))?;
         let p = buf.as_mut_ptr() as usize as u64;
         // SAFETY: the slice holds count elements.
         unsafe { self.allreduce_raw(f, p, p, count, ty, op) }
@@ -398,7 +443,8 @@ impl Coll {
         op: Op,
         root: i64,
     ) -> CollResult<()> {
-        let count = elements(send.len(), recv.len(), ty)?;
+        let count =
+            elements(send.len(), recv.len(), ty).map_err(|e| self.refuse(f, Kind::Reduce, send.len() as u64, e))?;
         let (s, r) = (send.as_ptr() as usize as u64, recv.as_mut_ptr() as usize as u64);
         // SAFETY: the slices hold count elements.
         unsafe { self.reduce_raw(f, s, r, count, ty, op, root) }

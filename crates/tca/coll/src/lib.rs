@@ -96,7 +96,7 @@ pub mod types;
 mod user;
 
 pub use arith::{fold, long_double_from_f64, long_double_to_f64};
-pub use coll::{Coll, Config, DIRECT_LIMIT, MAX_AREA, PIO_LIMIT};
+pub use coll::{Coll, Config, Kind, DIRECT_LIMIT, MAX_AREA, PIO_LIMIT};
 pub use dma::{SLOT_FIRST, SLOT_SECOND};
 pub use error::{CollError, CollResult};
 pub use local::{PUT_DMA_MIN, SLOT_LOCAL};

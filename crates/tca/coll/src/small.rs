@@ -54,8 +54,20 @@ impl Coll {
         send: &mut dyn FnMut(u16) -> Vec<u8>,
         recv: &mut dyn FnMut(u16, &[u8]) -> bool,
     ) -> CollResult<()> {
+        self.disseminate_seen(f, (sig, sig), what, send, recv)
+    }
+
+    /// [`Coll::disseminate`] starting from the pair of signatures `seen` (a refusing rank
+    /// starts from a pair that never agrees, [`Coll::refuse`]).
+    pub(crate) fn disseminate_seen(
+        &mut self,
+        f: &dyn Fabric,
+        mut seen: (u32, u32),
+        what: &str,
+        send: &mut dyn FnMut(u16) -> Vec<u8>,
+        recv: &mut dyn FnMut(u16, &[u8]) -> bool,
+    ) -> CollResult<()> {
         self.begin();
-        let mut seen = (sig, sig);
         for (dist, _) in rounds(self.n) {
             let (to, from) = self.to_from(dist);
             let payload = send(dist);
@@ -132,14 +144,26 @@ impl Coll {
         what: &str,
         mine: &[u8],
     ) -> CollResult<Vec<u8>> {
+        self.direct_exchange(f, (sig, sig), what, mine)
+    }
+
+    /// [`Coll::pio_direct_allgather`] sending the pair of signatures `sent` (a refusing rank
+    /// sends a pair that never agrees, [`Coll::refuse`]).
+    pub(crate) fn direct_exchange(
+        &mut self,
+        f: &dyn Fabric,
+        sent: (u32, u32),
+        what: &str,
+        mine: &[u8],
+    ) -> CollResult<Vec<u8>> {
         self.begin();
         let (n, p, me) = (self.n, mine.len(), self.me);
         for d in 1..n {
-            self.post(f, (me + d) % n, (sig, sig), mine)?;
+            self.post(f, (me + d) % n, sent, mine)?;
         }
         let mut out = vec![0u8; usize::from(n) * p];
         out[usize::from(me) * p..][..p].copy_from_slice(mine);
-        let mut seen = (sig, sig);
+        let mut seen = sent;
         let mut lengths_differ = false;
         for d in 1..n {
             let src = (me + n - d) % n;
