@@ -138,14 +138,14 @@ static void reductions(size_t count)
 }
 
 /* An argument only the last rank gets wrong (a root outside the job, an operator the type does
- * not have, a NULL buffer), on `count` ints: that rank gets its own error, the others
+ * not have, a NULL buffer, a value that is no type), on `count` ints: that rank gets its own error, the others
  * TCA_ERROR_COLL_MISMATCH in the same call, and the next call is right on every rank. */
 static void refused(size_t count)
 {
   int *x = malloc(count * sizeof(int)), *y = malloc(count * sizeof(int));
   int odd = me == n - 1;
   for (size_t i = 0; i < count; i++) x[i] = me + 1;
-  for (int which = 0; which < 4 && n > 1; which++) {
+  for (int which = 0; which < 6 && n > 1; which++) {
     tcaresult r, want = TCA_ERROR_COLL_MISMATCH;
     if (which == 0) {
       r = tcaCollReduce(x, y, count, TCA_INT, TCA_OP_SUM, odd ? n : 0);
@@ -156,8 +156,15 @@ static void refused(size_t count)
     } else if (which == 2) {
       r = tcaCollAllreduce(x, y, count, TCA_INT, odd ? TCA_OP_NOOP : TCA_OP_SUM);
       if (odd) want = TCA_ERROR_INVALID_OP;
-    } else {
+    } else if (which == 3) {
       r = tcaCollAllreduce(odd ? NULL : x, y, count, TCA_INT, TCA_OP_SUM);
+      if (odd) want = TCA_ERROR_INVALID_ARGUMENT;
+    } else if (which == 4) {
+      /* The same size in bytes: a bitwise operator on float. */
+      r = tcaCollAllreduce(x, y, count, odd ? TCA_FLOAT : TCA_INT, odd ? TCA_OP_BAND : TCA_OP_SUM);
+      if (odd) want = TCA_ERROR_INVALID_OP;
+    } else {
+      r = tcaCollAllreduce(x, y, count, odd ? (tcaDataType)7 : TCA_INT, TCA_OP_SUM);
       if (odd) want = TCA_ERROR_INVALID_ARGUMENT;
     }
     EXPECT(r == want, "refused call %d on %zu ints gave %d, want %d", which, count, r, want);
