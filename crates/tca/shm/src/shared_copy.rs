@@ -173,7 +173,7 @@ impl Inner {
         share.state.store(state::OFFERED, Ordering::Release);
         // SAFETY: src and dst hold w.len bytes each (the caller checked them).
         unsafe { std::ptr::copy(src, dst, head as usize) };
-        // SAFETY: as above; the waiter has not taken the tail, has refused it, or is given up on.
+        // SAFETY: as above; the waiter has not taken the tail, or has refused it.
         let copy_tail = || unsafe { std::ptr::copy(src.add(head as usize), dst.add(head as usize), tail as usize) };
         let copied =
             match share.state.compare_exchange(state::OFFERED, state::IDLE, Ordering::Acquire, Ordering::Acquire) {
@@ -204,9 +204,10 @@ impl Inner {
         Some(copied)
     }
 
-    /// Drops the runs kept for repeats on every channel no thread carries now: a repeat of
-    /// the C header writes without [`Inner::settle_abandoned`]; the library's start does not
-    /// (a channel carried now is the caller's own, whose run drops its record itself).
+    /// Drops the runs kept for repeats on every channel no thread has claimed now: a repeat of
+    /// the C header writes without [`Inner::settle_abandoned`], the library's does not. (The
+    /// caller's own channel, claimed for the run that failed, drops its record itself; another
+    /// thread's claim at this moment keeps its record, a race that costs at most one repeat.)
     fn forget_idle_repeats(&self) {
         for channel in 0..self.carrying.len() as u8 {
             if let Ok(mut c) = self.claim(channel) {
