@@ -52,7 +52,7 @@ int main(int argc, char **argv)
             seq++;
             for (int turn = 0; turn < 2; turn++) {
                 if ((turn == 0) == (me == 0)) {
-                    memcpy(theirs + FLAG_BYTES, sbuf, size);
+                    copy_small(theirs + FLAG_BYTES, sbuf, size);
                     __atomic_store_n(their_flag, seq, __ATOMIC_RELEASE);
                 } else {
                     while (__atomic_load_n(my_flag, __ATOMIC_ACQUIRE) != seq) __builtin_ia32_pause();

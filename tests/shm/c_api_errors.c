@@ -442,6 +442,10 @@ static void inline_pio(int me, int n)
     static uint8_t src[BYTES];
     for (int i = 0; i < BYTES; i++) src[i] = (uint8_t)(i * 7 + me);
     EXPECT(tcaSendPIO(&pio, 0, src, 4), TCA_SUCCESS);
+    /* 8, 12 and 16 B are two moves that overlap or meet; gaps between them stay 0. */
+    EXPECT(tcaSendPIO(&pio, 8, src + 8, 8), TCA_SUCCESS);
+    EXPECT(tcaSendPIO(&pio, 20, src + 20, 12), TCA_SUCCESS);
+    EXPECT(tcaSendPIO(&pio, 36, src + 36, 16), TCA_SUCCESS);
     EXPECT(tcaSendPIO(&pio, 64, src + 64, 64), TCA_SUCCESS);
     EXPECT(tcaSendPIO(&pio, 128, src + 128, TCA_PIO_INLINE_MAX), TCA_SUCCESS);
     EXPECT(tcaSendPIO(&pio, 128 + TCA_PIO_INLINE_MAX, src + 128 + TCA_PIO_INLINE_MAX, 8192 + 4), TCA_SUCCESS);
@@ -462,7 +466,7 @@ static void inline_pio(int me, int n)
 
     /* What the previous rank stored here. */
     int from = (me + n - 1) % n;
-    size_t stored[][2] = {{0, 4}, {64, 64}, {128, TCA_PIO_INLINE_MAX}, {128 + TCA_PIO_INLINE_MAX, 8192 + 4},
+    size_t stored[][2] = {{0, 4}, {8, 8}, {20, 12}, {36, 16}, {64, 64}, {128, TCA_PIO_INLINE_MAX}, {128 + TCA_PIO_INLINE_MAX, 8192 + 4},
                           {BYTES - 4, 4}};
     for (size_t k = 0; k < sizeof stored / sizeof stored[0]; k++) {
         for (size_t i = stored[k][0]; i < stored[k][0] + stored[k][1]; i++) {
@@ -476,6 +480,16 @@ static void inline_pio(int me, int n)
     if (buf[BYTES - 8] != 0 || buf[4] != 0) {
         fprintf(stderr, "rank %d: a refused PIO store landed\n", me);
         failures++;
+    }
+    size_t gaps[][2] = {{4, 8}, {16, 20}, {32, 36}, {52, 64}};
+    for (size_t k = 0; k < sizeof gaps / sizeof gaps[0]; k++) {
+        for (size_t i = gaps[k][0]; i < gaps[k][1]; i++) {
+            if (buf[i] != 0) {
+                fprintf(stderr, "rank %d: PIO byte %zu was never stored but is %u\n", me, i, buf[i]);
+                failures++;
+                break;
+            }
+        }
     }
     inline_wait(me, n, &mine, all, buf, BYTES, ncpus >= n);
     EXPECT(tcaBarrier(), TCA_SUCCESS);
