@@ -8,6 +8,9 @@
  *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then blocks in MPI_Recv
  *   tca             both ranks wait for a TCA notification that never comes
+ *   abort           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
+ *                   1 ms of simulated time, then calls MPI_Abort with code 5
+ *   abort-in-cuda   the same, rank 0 copying SIZE bytes to its GPU again and again (cudaMemcpy)
  *   unfinalized     both ranks return from main without tcaFinalize
  *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
@@ -58,6 +61,21 @@ int main(int argc, char** argv)
       fflush(stdout);
       MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+  }
+  if (strncmp(what, "abort", 5) == 0) {
+    if (me == 0 && strcmp(what, "abort-in-cuda") == 0)
+      for (;;) cudaMemcpy(buf, host, size, cudaMemcpyHostToDevice);
+    if (me == 0) CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
+    else {
+      double t0 = MPI_Wtime();
+      int flag;
+      while (MPI_Wtime() - t0 < 1e-3) MPI_Iprobe(0, 9, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      printf("rank 1: aborts at %.3f us\n", MPI_Wtime() * 1e6);
+      fflush(stdout);
+      MPI_Abort(MPI_COMM_WORLD, 5);
+    }
+    printf("rank %d: after MPI_Abort\n", me);
+    return 0;
   }
   if (strcmp(what, "unfinalized") == 0) {
     CHECK(tcaBarrier());

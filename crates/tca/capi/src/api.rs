@@ -103,13 +103,13 @@ fn with_desc<T>(d: *mut c_void, f: impl FnOnce(&mut Desc) -> Result<T, CErr>) ->
 
 /// `tcaInit`: joins the job on the fabric `TCA_FABRIC` names (see [`crate::registry`]).
 #[no_mangle]
-pub extern "C" fn tcaInit() -> c_int {
+pub extern "C-unwind" fn tcaInit() -> c_int {
     run(|| registry::init(&registry::chosen_name()))
 }
 
 /// `tcaFinalize`: the fabric's blocks are forgotten with it.
 #[no_mangle]
-pub extern "C" fn tcaFinalize() -> c_int {
+pub extern "C-unwind" fn tcaFinalize() -> c_int {
     run(|| {
         let key = with_fabric(|f| Ok(fabric_key(f))).ok();
         let r = registry::finalize();
@@ -125,7 +125,7 @@ pub extern "C" fn tcaFinalize() -> c_int {
 
 /// `tcaGetNodeId` (extension).
 #[no_mangle]
-pub unsafe extern "C" fn tcaGetNodeId(node: *mut c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaGetNodeId(node: *mut c_int) -> c_int {
     run(|| {
         let out = node.as_mut().ok_or(CErr::Arg)?;
         *out = c_int::from(with_fabric(|f| Ok(f.node_id()?))?);
@@ -135,7 +135,7 @@ pub unsafe extern "C" fn tcaGetNodeId(node: *mut c_int) -> c_int {
 
 /// `tcaGetNodeCount` (extension).
 #[no_mangle]
-pub unsafe extern "C" fn tcaGetNodeCount(nodes: *mut c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaGetNodeCount(nodes: *mut c_int) -> c_int {
     run(|| {
         let out = nodes.as_mut().ok_or(CErr::Arg)?;
         *out = c_int::from(with_fabric(|f| Ok(f.node_count()?))?);
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn tcaGetNodeCount(nodes: *mut c_int) -> c_int {
 
 /// `tcaMalloc`: GPU memory on the GPU `cudaSetDevice` chose.
 #[no_mangle]
-pub unsafe extern "C" fn tcaMalloc(ptr: *mut *mut c_void, size: usize, mem: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaMalloc(ptr: *mut *mut c_void, size: usize, mem: c_int) -> c_int {
     run(|| {
         let out = ptr.as_mut().ok_or(CErr::Arg)?;
         let mem = mem_type(mem)?;
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn tcaMalloc(ptr: *mut *mut c_void, size: usize, mem: c_in
 /// ([`TCA_ERROR_MEMORY_TYPE_MISMATCH`] otherwise, and the block stays); handles of the block
 /// stop working.
 #[no_mangle]
-pub unsafe extern "C" fn tcaFree(ptr: *mut c_void, mem: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaFree(ptr: *mut c_void, mem: c_int) -> c_int {
     run(|| {
         if ptr.is_null() {
             return Err(CErr::Arg);
@@ -187,7 +187,12 @@ pub unsafe extern "C" fn tcaFree(ptr: *mut c_void, mem: c_int) -> c_int {
 
 /// `tcaCreateHandle`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaCreateHandle(handle: *mut Handle32, ptr: *mut c_void, size: usize, mem: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaCreateHandle(
+    handle: *mut Handle32,
+    ptr: *mut c_void,
+    size: usize,
+    mem: c_int,
+) -> c_int {
     run(|| {
         let out = handle.as_mut().ok_or(CErr::Arg)?;
         if ptr.is_null() {
@@ -202,7 +207,7 @@ pub unsafe extern "C" fn tcaCreateHandle(handle: *mut Handle32, ptr: *mut c_void
 
 /// `tcaDestroyHandle`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaDestroyHandle(handle: *mut Handle32) -> c_int {
+pub unsafe extern "C-unwind" fn tcaDestroyHandle(handle: *mut Handle32) -> c_int {
     run(|| {
         let h = handle_in(handle)?;
         with_fabric(|f| Ok(f.destroy_handle(&h)?))
@@ -213,7 +218,7 @@ pub unsafe extern "C" fn tcaDestroyHandle(handle: *mut Handle32) -> c_int {
 
 /// `tcaDescNew`: NULL when the table cannot grow.
 #[no_mangle]
-pub extern "C" fn tcaDescNew() -> *mut c_void {
+pub extern "C-unwind" fn tcaDescNew() -> *mut c_void {
     catch_unwind(|| {
         let mut descs = DESCS.lock().unwrap_or_else(|e| e.into_inner());
         let idx = match descs.iter().position(Option::is_none) {
@@ -233,7 +238,7 @@ pub extern "C" fn tcaDescNew() -> *mut c_void {
 
 /// `tcaDescFree`.
 #[no_mangle]
-pub extern "C" fn tcaDescFree(desc: *mut c_void) -> c_int {
+pub extern "C-unwind" fn tcaDescFree(desc: *mut c_void) -> c_int {
     run(|| {
         let idx = (desc as usize).checked_sub(1).ok_or(CErr::Arg)?;
         let mut descs = DESCS.lock().unwrap_or_else(|e| e.into_inner());
@@ -250,7 +255,7 @@ pub extern "C" fn tcaDescFree(desc: *mut c_void) -> c_int {
 /// `tcaDescSetMemcpy`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn tcaDescSetMemcpy(
+pub unsafe extern "C-unwind" fn tcaDescSetMemcpy(
     desc: *mut c_void,
     dst: *const Handle32,
     dst_off: i64,
@@ -270,7 +275,7 @@ pub unsafe extern "C" fn tcaDescSetMemcpy(
 /// `tcaDescSetMemcpy2D`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn tcaDescSetMemcpy2D(
+pub unsafe extern "C-unwind" fn tcaDescSetMemcpy2D(
     desc: *mut c_void,
     dst: *const Handle32,
     dst_off: i64,
@@ -293,7 +298,7 @@ pub unsafe extern "C" fn tcaDescSetMemcpy2D(
 
 /// `tcaDescSetMode` (extension): a value of `enum tcaDMAMode` ([`DMA_MODES`]).
 #[no_mangle]
-pub extern "C" fn tcaDescSetMode(desc: *mut c_void, mode: c_int) -> c_int {
+pub extern "C-unwind" fn tcaDescSetMode(desc: *mut c_void, mode: c_int) -> c_int {
     run(|| {
         let m = usize::try_from(mode).ok().and_then(|i| DMA_MODES.get(i)).ok_or(CErr::Arg)?.1;
         with_desc(desc, |x| Ok(x.set_mode(m)?))
@@ -302,7 +307,7 @@ pub extern "C" fn tcaDescSetMode(desc: *mut c_void, mode: c_int) -> c_int {
 
 /// `tcaDescSet`.
 #[no_mangle]
-pub extern "C" fn tcaDescSet(desc: *mut c_void, ch: c_int) -> c_int {
+pub extern "C-unwind" fn tcaDescSet(desc: *mut c_void, ch: c_int) -> c_int {
     run(|| {
         let ch = channel(ch)?;
         // The chain is copied out of the table, so no lock is held while the fabric works.
@@ -320,7 +325,7 @@ pub extern "C" fn tcaDescSet(desc: *mut c_void, ch: c_int) -> c_int {
 /// ([`crate::desc_table`]), `TCA_ERROR_CHANNEL_TAKEN` on one the collective library set a chain
 /// on since the program's last ([`crate::coll_guard`]).
 #[no_mangle]
-pub extern "C" fn tcaStartDMADesc(ch: c_int) -> c_int {
+pub extern "C-unwind" fn tcaStartDMADesc(ch: c_int) -> c_int {
     run(|| {
         let ch = channel(ch)?;
         with_fabric(|f| {
@@ -333,7 +338,7 @@ pub extern "C" fn tcaStartDMADesc(ch: c_int) -> c_int {
 
 /// `tcaWaitDMAC`.
 #[no_mangle]
-pub extern "C" fn tcaWaitDMAC(ch: c_int) -> c_int {
+pub extern "C-unwind" fn tcaWaitDMAC(ch: c_int) -> c_int {
     run(|| {
         let ch = channel(ch)?;
         with_fabric(|f| Ok(f.wait_dmac(ch)?))
@@ -342,7 +347,11 @@ pub extern "C" fn tcaWaitDMAC(ch: c_int) -> c_int {
 
 /// `tcaWaitDMARecvDesc`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaWaitDMARecvDesc(handle: *const Handle32, wait_slot: c_int, wait_tag: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaWaitDMARecvDesc(
+    handle: *const Handle32,
+    wait_slot: c_int,
+    wait_tag: c_int,
+) -> c_int {
     run(|| {
         let h = handle_in(handle)?;
         let slot = nonneg(wait_slot)?;
@@ -354,7 +363,7 @@ pub unsafe extern "C" fn tcaWaitDMARecvDesc(handle: *const Handle32, wait_slot: 
 
 /// `tcaSetPIORegion`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaSetPIORegion(
+pub unsafe extern "C-unwind" fn tcaSetPIORegion(
     pio: *mut PioHandle,
     handle: *const Handle32,
     offset: usize,
@@ -372,7 +381,12 @@ pub unsafe extern "C" fn tcaSetPIORegion(
 
 /// `tcaSendPIO`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaSendPIO(pio: *const PioHandle, offset: usize, src: *const c_void, size: usize) -> c_int {
+pub unsafe extern "C-unwind" fn tcaSendPIO(
+    pio: *const PioHandle,
+    offset: usize,
+    src: *const c_void,
+    size: usize,
+) -> c_int {
     run(|| {
         let r = pio_in(pio)?;
         if src.is_null() {
@@ -386,13 +400,13 @@ pub unsafe extern "C" fn tcaSendPIO(pio: *const PioHandle, offset: usize, src: *
 /// `tcaSendPIOCommit(void)`: orders every earlier PIO store of this rank before every later
 /// one (of any window).
 #[no_mangle]
-pub extern "C" fn tcaSendPIOCommit() -> c_int {
+pub extern "C-unwind" fn tcaSendPIOCommit() -> c_int {
     run(|| with_fabric(|f| Ok(f.send_pio_commit()?)))
 }
 
 /// `tcaWaitPIO` (extension): the 32-bit word at `offset` equals `value`.
 #[no_mangle]
-pub unsafe extern "C" fn tcaWaitPIO(handle: *const Handle32, offset: usize, value: u32, peer: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaWaitPIO(handle: *const Handle32, offset: usize, value: u32, peer: c_int) -> c_int {
     run(|| {
         let h = handle_in(handle)?;
         let peer = u16::try_from(peer).map_err(|_| CErr::Tca(TcaError::InvalidNode))?;
@@ -404,7 +418,7 @@ pub unsafe extern "C" fn tcaWaitPIO(handle: *const Handle32, offset: usize, valu
 
 /// `tcaAllgather` (extension).
 #[no_mangle]
-pub unsafe extern "C" fn tcaAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
+pub unsafe extern "C-unwind" fn tcaAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
     run(|| {
         if (send.is_null() || recv.is_null()) && size > 0 {
             return Err(CErr::Arg);
@@ -426,7 +440,7 @@ pub unsafe extern "C" fn tcaAllgather(send: *const c_void, recv: *mut c_void, si
 
 /// `tcaBarrier` (extension).
 #[no_mangle]
-pub extern "C" fn tcaBarrier() -> c_int {
+pub extern "C-unwind" fn tcaBarrier() -> c_int {
     run(|| with_fabric(|f| Ok(f.barrier()?)))
 }
 

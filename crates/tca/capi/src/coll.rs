@@ -97,7 +97,7 @@ fn bytes(count: usize, ty: c_int) -> u64 {
 
 /// `tcaCollBarrier`.
 #[no_mangle]
-pub extern "C" fn tcaCollBarrier() -> c_int {
+pub extern "C-unwind" fn tcaCollBarrier() -> c_int {
     run(|| with_coll(|c, f| c.barrier(f)))
 }
 
@@ -107,7 +107,7 @@ pub extern "C" fn tcaCollBarrier() -> c_int {
 /// `send` holds `size` readable bytes and `recv` `size * nodes` writable bytes of this process
 /// (or are NULL with `size` 0).
 #[no_mangle]
-pub unsafe extern "C" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
+pub unsafe extern "C-unwind" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
     let (s, r) = (send as usize as u64, recv as usize as u64);
     run(|| {
         with_coll(|c, f| {
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void
 /// # Safety
 /// `send` and `recv` hold `count` elements of `type` of this process (or NULL with `count` 0).
 #[no_mangle]
-pub unsafe extern "C" fn tcaCollAllreduce(
+pub unsafe extern "C-unwind" fn tcaCollAllreduce(
     send: *const c_void,
     recv: *mut c_void,
     count: usize,
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn tcaCollAllreduce(
 /// # Safety
 /// `send` holds `count` elements of `type` of this process, `recv` too at the root.
 #[no_mangle]
-pub unsafe extern "C" fn tcaCollReduce(
+pub unsafe extern "C-unwind" fn tcaCollReduce(
     send: *const c_void,
     recv: *mut c_void,
     count: usize,
@@ -179,7 +179,7 @@ pub unsafe extern "C" fn tcaCollReduce(
 /// # Safety
 /// `buf` holds `size` bytes of this process.
 #[no_mangle]
-pub unsafe extern "C" fn tcaCollBcast(buf: *mut c_void, size: usize, root: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaCollBcast(buf: *mut c_void, size: usize, root: c_int) -> c_int {
     let b = buf as usize as u64;
     run(|| {
         with_coll(|c, f| {

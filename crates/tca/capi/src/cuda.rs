@@ -13,7 +13,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::registry::{self, with_fabric};
-use crate::results::{run, CErr};
+use crate::results::{run_nested, CErr};
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
@@ -31,7 +31,7 @@ pub(crate) fn current_device() -> u32 {
 
 /// [`registry::caller_key`], for the runtime's own per-rank state (its last error).
 #[no_mangle]
-pub extern "C" fn tca_cuda_caller() -> u64 {
+pub extern "C-unwind" fn tca_cuda_caller() -> u64 {
     std::panic::catch_unwind(registry::caller_key).unwrap_or(0)
 }
 
@@ -52,8 +52,8 @@ fn device_arg(device: c_int) -> Result<u32, CErr> {
 /// `cudaSetDevice`: records `device` for this thread; checks it against the node's GPUs if
 /// the thread is in the job already.
 #[no_mangle]
-pub extern "C" fn tca_cuda_set_device(device: c_int) -> c_int {
-    run(|| {
+pub extern "C-unwind" fn tca_cuda_set_device(device: c_int) -> c_int {
+    run_nested(|| {
         let d = device_arg(device)?;
         match with_fabric(|f| Ok(f.gpu_count()?)) {
             Ok(n) if d >= n => return Err(CErr::Tca(TcaError::InvalidNode)),
@@ -67,8 +67,8 @@ pub extern "C" fn tca_cuda_set_device(device: c_int) -> c_int {
 
 /// `cudaGetDevice`.
 #[no_mangle]
-pub unsafe extern "C" fn tca_cuda_get_device(device: *mut c_int) -> c_int {
-    run(|| {
+pub unsafe extern "C-unwind" fn tca_cuda_get_device(device: *mut c_int) -> c_int {
+    run_nested(|| {
         let out = device.as_mut().ok_or(CErr::Arg)?;
         *out = c_int::try_from(current_device()).map_err(|_| CErr::Tca(TcaError::InvalidNode))?;
         Ok(())
@@ -77,8 +77,8 @@ pub unsafe extern "C" fn tca_cuda_get_device(device: *mut c_int) -> c_int {
 
 /// `cudaGetDeviceCount`: the GPUs of this rank's node (joins the job).
 #[no_mangle]
-pub unsafe extern "C" fn tca_cuda_device_count(count: *mut c_int) -> c_int {
-    run(|| {
+pub unsafe extern "C-unwind" fn tca_cuda_device_count(count: *mut c_int) -> c_int {
+    run_nested(|| {
         let out = count.as_mut().ok_or(CErr::Arg)?;
         let n = with_joined(|f| Ok(f.gpu_count()?))?;
         *out = c_int::try_from(n).map_err(|_| CErr::Tca(TcaError::TooLarge))?;
@@ -88,8 +88,8 @@ pub unsafe extern "C" fn tca_cuda_device_count(count: *mut c_int) -> c_int {
 
 /// `cudaDeviceCanAccessPeer`.
 #[no_mangle]
-pub unsafe extern "C" fn tca_cuda_can_access_peer(can: *mut c_int, device: c_int, peer: c_int) -> c_int {
-    run(|| {
+pub unsafe extern "C-unwind" fn tca_cuda_can_access_peer(can: *mut c_int, device: c_int, peer: c_int) -> c_int {
+    run_nested(|| {
         let out = can.as_mut().ok_or(CErr::Arg)?;
         let (d, p) = (device_arg(device)?, device_arg(peer)?);
         *out = c_int::from(with_joined(|f| Ok(f.gpu_peer_access(d, p)?))?);
@@ -100,8 +100,8 @@ pub unsafe extern "C" fn tca_cuda_can_access_peer(can: *mut c_int, device: c_int
 /// `cudaMalloc` (`mem` = `tcaMemoryGPU`, on the current device) and `cudaMallocHost`
 /// (`tcaMemoryCPU`): a zeroed buffer of this rank, which `tcaCreateHandle` takes.
 #[no_mangle]
-pub unsafe extern "C" fn tca_cuda_malloc(ptr: *mut *mut c_void, size: usize, mem: c_int) -> c_int {
-    run(|| {
+pub unsafe extern "C-unwind" fn tca_cuda_malloc(ptr: *mut *mut c_void, size: usize, mem: c_int) -> c_int {
+    run_nested(|| {
         let out = ptr.as_mut().ok_or(CErr::Arg)?;
         let mem = MemoryType::from_byte(u8::try_from(mem).map_err(|_| CErr::Arg)?).map_err(|_| CErr::Arg)?;
         let gpu = current_device();
@@ -114,8 +114,8 @@ pub unsafe extern "C" fn tca_cuda_malloc(ptr: *mut *mut c_void, size: usize, mem
 /// `cudaFree` (`mem` = `tcaMemoryGPU`) and `cudaFreeHost` (`tcaMemoryCPU`): `ptr` must be
 /// the start of a buffer of that kind.
 #[no_mangle]
-pub extern "C" fn tca_cuda_free(ptr: *mut c_void, mem: c_int) -> c_int {
-    run(|| {
+pub extern "C-unwind" fn tca_cuda_free(ptr: *mut c_void, mem: c_int) -> c_int {
+    run_nested(|| {
         let p = ptr as usize as u64;
         with_joined(|f| {
             let info = f.pointer_info(p)?;
@@ -135,8 +135,13 @@ pub extern "C" fn tca_cuda_free(ptr: *mut c_void, mem: c_int) -> c_int {
 /// `cudaMemcpy` with CUDA's `cudaMemcpyKind` value `kind`; returns when the copy is done
 /// (on the simulator: after its simulated time).
 #[no_mangle]
-pub unsafe extern "C" fn tca_cuda_memcpy(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) -> c_int {
-    run(|| {
+pub unsafe extern "C-unwind" fn tca_cuda_memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> c_int {
+    run_nested(|| {
         let kind = CopyKind::from_value(kind).ok_or(CErr::Arg)?;
         if dst.is_null() || src.is_null() {
             return Err(CErr::Arg);
@@ -150,8 +155,8 @@ pub unsafe extern "C" fn tca_cuda_memcpy(dst: *mut c_void, src: *const c_void, c
 /// `cudaMemset` of GPU memory: the bytes are set at once (on the simulator this takes no
 /// simulated time).
 #[no_mangle]
-pub unsafe extern "C" fn tca_cuda_memset(ptr: *mut c_void, value: c_int, count: usize) -> c_int {
-    run(|| {
+pub unsafe extern "C-unwind" fn tca_cuda_memset(ptr: *mut c_void, value: c_int, count: usize) -> c_int {
+    run_nested(|| {
         let p = ptr as usize as u64;
         let info = with_joined(|f| Ok(f.pointer_info(p)?))?;
         if !info.space.is_device() || !info.holds(p, count as u64) {
@@ -167,14 +172,14 @@ pub unsafe extern "C" fn tca_cuda_memset(ptr: *mut c_void, value: c_int, count: 
 /// pageable memory, CUDA's `cudaInvalidDeviceId`; the current device for pinned memory), and
 /// the allocation holding `ptr` (`base`, `size`; `ptr` and 0 for pageable memory).
 #[no_mangle]
-pub unsafe extern "C" fn tca_cuda_pointer(
+pub unsafe extern "C-unwind" fn tca_cuda_pointer(
     ptr: *const c_void,
     kind: *mut c_int,
     device: *mut c_int,
     base: *mut *mut c_void,
     size: *mut usize,
 ) -> c_int {
-    run(|| {
+    run_nested(|| {
         let (kind, device) = (kind.as_mut().ok_or(CErr::Arg)?, device.as_mut().ok_or(CErr::Arg)?);
         let info = with_joined(|f| Ok(f.pointer_info(ptr as usize as u64)?))?;
         (*kind, *device) = match info.space {

@@ -317,7 +317,7 @@ pub(crate) fn forget(key: usize) {
 
 /// `tcaCreateDMADesc(int *tag, int entries)`: a table of `entries` (> 0) slots; its tag.
 #[no_mangle]
-pub unsafe extern "C" fn tcaCreateDMADesc(tag: *mut c_int, entries: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn tcaCreateDMADesc(tag: *mut c_int, entries: c_int) -> c_int {
     run(|| {
         let out = tag.as_mut().ok_or(CErr::Arg)?;
         let entries = u32::try_from(entries).ok().filter(|e| *e > 0).ok_or(CErr::Arg)?;
@@ -335,7 +335,7 @@ pub unsafe extern "C" fn tcaCreateDMADesc(tag: *mut c_int, entries: c_int) -> c_
 /// (`next_slot` may be NULL).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn tcaSetDMADesc_Memcpy(
+pub unsafe extern "C-unwind" fn tcaSetDMADesc_Memcpy(
     tag: c_int,
     slot: c_int,
     next_slot: *mut c_int,
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn tcaSetDMADesc_Memcpy(
 /// `tcaSetDMADesc_Memcpy2D`: a block-stride copy at `slot` of table `tag`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn tcaSetDMADesc_Memcpy2D(
+pub unsafe extern "C-unwind" fn tcaSetDMADesc_Memcpy2D(
     tag: c_int,
     slot: c_int,
     next_slot: *mut c_int,
@@ -381,7 +381,7 @@ pub unsafe extern "C" fn tcaSetDMADesc_Memcpy2D(
 
 /// `tcaSetDMAChain(ch, tag)`: chains table `tag` after the tags already chained on `ch`.
 #[no_mangle]
-pub extern "C" fn tcaSetDMAChain(ch: c_int, tag: c_int) -> c_int {
+pub extern "C-unwind" fn tcaSetDMAChain(ch: c_int, tag: c_int) -> c_int {
     run(|| {
         let ch = channel_index(ch)?;
         let key = rank_key()?;
@@ -405,7 +405,7 @@ pub extern "C" fn tcaSetDMAChain(ch: c_int, tag: c_int) -> c_int {
 
 /// `tcaDestroyDMADesc(tag)`: the table goes, and off every channel it was chained on.
 #[no_mangle]
-pub extern "C" fn tcaDestroyDMADesc(tag: c_int) -> c_int {
+pub extern "C-unwind" fn tcaDestroyDMADesc(tag: c_int) -> c_int {
     run(|| {
         let key = rank_key()?;
         let again = with_rank(key, |r| {
@@ -448,7 +448,7 @@ pub extern "C" fn tcaDestroyDMADesc(tag: c_int) -> c_int {
 /// `tcaDMADescInt_Init`: empties the rank's internal descriptor memory (channels keep the
 /// chains they were given).
 #[no_mangle]
-pub extern "C" fn tcaDMADescInt_Init() -> c_int {
+pub extern "C-unwind" fn tcaDMADescInt_Init() -> c_int {
     run(|| {
         let key = rank_key()?;
         with_rank(key, |r| {
@@ -461,7 +461,7 @@ pub extern "C" fn tcaDMADescInt_Init() -> c_int {
 /// `tcaSetDMADescInt_Memcpy`: a contiguous copy at internal `slot`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn tcaSetDMADescInt_Memcpy(
+pub unsafe extern "C-unwind" fn tcaSetDMADescInt_Memcpy(
     slot: c_int,
     next_slot: *mut c_int,
     dst: *const Handle32,
@@ -482,7 +482,7 @@ pub unsafe extern "C" fn tcaSetDMADescInt_Memcpy(
 /// `tcaSetDMADescInt_Memcpy2D`: a block-stride copy at internal `slot`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn tcaSetDMADescInt_Memcpy2D(
+pub unsafe extern "C-unwind" fn tcaSetDMADescInt_Memcpy2D(
     slot: c_int,
     next_slot: *mut c_int,
     dst: *const Handle32,
@@ -506,7 +506,7 @@ pub unsafe extern "C" fn tcaSetDMADescInt_Memcpy2D(
 /// `tcaSetDMAChainInt(ch, slot)`: registers the internal chain from `slot` to the first empty
 /// slot after it.
 #[no_mangle]
-pub extern "C" fn tcaSetDMAChainInt(ch: c_int, slot: c_int) -> c_int {
+pub extern "C-unwind" fn tcaSetDMAChainInt(ch: c_int, slot: c_int) -> c_int {
     run(|| {
         let ch = channel_index(ch)?;
         let first = internal_slot(slot)?;

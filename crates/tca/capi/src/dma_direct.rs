@@ -191,7 +191,7 @@ pub(crate) fn forget_kept_run(channel: usize) {
 /// Wakes the sleeping waiters of `node`: the header's inline start notified it and saw one
 /// (not part of the published API).
 #[no_mangle]
-pub extern "C" fn tca_dma_wake(node: std::ffi::c_int) {
+pub extern "C-unwind" fn tca_dma_wake(node: std::ffi::c_int) {
     if let (Some(f), Ok(node)) = (crate::registry::process_fabric(), u16::try_from(node)) {
         f.wake(node);
     }

@@ -94,7 +94,21 @@ pub(crate) type CResult = Result<(), CErr>;
 
 /// Runs an exported function's body: its result as a code, a panic as
 /// [`TCA_ERROR_INTERNAL`].
+///
+/// Inside SimGrid, a rank killed while the body waited (another rank called `MPI_Abort`) does
+/// not return: SimGrid's kill is thrown again here, outside the `catch_unwind` that could not
+/// pass it, and unwinds through the exported function (declared `C-unwind` for that) into the
+/// program and back to SimGrid ([`tca_smpi::end_if_killed`]).
 pub(crate) fn run(f: impl FnOnce() -> CResult) -> c_int {
+    let code = run_nested(f);
+    tca_smpi::end_if_killed();
+    code
+}
+
+/// [`run`] for the entry points of another library (the CUDA runtime, `libtcacudart`), which has
+/// a `catch_unwind` of its own around the call: it ends a killed rank at its own edge
+/// (`tca_smpi_end_if_killed`).
+pub(crate) fn run_nested(f: impl FnOnce() -> CResult) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => TCA_SUCCESS,
         Ok(Err(CErr::Tca(e))) => e.code(),
@@ -106,7 +120,7 @@ pub(crate) fn run(f: impl FnOnce() -> CResult) -> c_int {
 
 /// `tcaGetErrorString`: one line of text for any code; never NULL.
 #[no_mangle]
-pub extern "C" fn tcaGetErrorString(code: c_int) -> *const c_char {
+pub extern "C-unwind" fn tcaGetErrorString(code: c_int) -> *const c_char {
     static MESSAGES: OnceLock<Vec<(c_int, CString)>> = OnceLock::new();
     let all = MESSAGES.get_or_init(|| {
         let mut v = vec![(TCA_SUCCESS, c"success".to_owned())];

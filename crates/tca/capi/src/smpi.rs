@@ -10,7 +10,7 @@ use tca_proto::fabric::MemorySpace;
 /// leaves the program's last CUDA error alone and joins no job: a rank outside one (an
 /// MPI-only program, or after `tcaFinalize`) has no GPU memory.
 #[no_mangle]
-pub extern "C" fn tca_smpi_on_gpu(ptr: *const c_void) -> c_int {
+pub extern "C-unwind" fn tca_smpi_on_gpu(ptr: *const c_void) -> c_int {
     let on_gpu = || {
         crate::registry::with_fabric(|f| Ok(f.pointer_info(ptr as usize as u64)?))
             .is_ok_and(|info| matches!(info.space, MemorySpace::Device(_)))
@@ -18,17 +18,25 @@ pub extern "C" fn tca_smpi_on_gpu(ptr: *const c_void) -> c_int {
     std::panic::catch_unwind(on_gpu).map_or(0, c_int::from)
 }
 
+/// Ends the calling rank if SimGrid killed it during the libtca call that just returned: for
+/// libtcacudart, which calls libtca inside a `catch_unwind` of its own and ends the rank at
+/// its own C ABI edge (`crates/tca/cuda/src/errors.rs`).
+#[no_mangle]
+pub extern "C-unwind" fn tca_smpi_end_if_killed() {
+    tca_smpi::end_if_killed();
+}
+
 /// The end of SimGrid's simulation: the TCA job writes its trace and statistics if no
 /// `tcaFinalize` of its last rank did.
 #[no_mangle]
-pub extern "C" fn tca_smpi_simulation_end() {
+pub extern "C-unwind" fn tca_smpi_simulation_end() {
     let _ = std::panic::catch_unwind(tca_smpi::simulation_end);
 }
 
 /// Writes one line on stderr naming what each rank of the SMPI program's TCA job does, after
 /// SimGrid found a deadlock; nothing outside such a job.
 #[no_mangle]
-pub extern "C" fn tca_smpi_report_deadlock() {
+pub extern "C-unwind" fn tca_smpi_report_deadlock() {
     let line = std::panic::catch_unwind(tca_smpi::deadlock_report).ok().flatten();
     let text = match line {
         Some(ranks) => format!("tca: deadlock across MPI and TCA {ranks}\n"),

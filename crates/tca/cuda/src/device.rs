@@ -24,33 +24,33 @@ fn peers() -> std::sync::MutexGuard<'static, BTreeSet<(u64, c_int, c_int)>> {
 
 /// `cudaSetDevice`.
 #[no_mangle]
-pub extern "C" fn cudaSetDevice(device: c_int) -> CudaError {
+pub extern "C-unwind" fn cudaSetDevice(device: c_int) -> CudaError {
     // SAFETY: a plain integer argument.
     api(|| with_libtca(|t| unsafe { (t.set_device)(device) }))
 }
 
 /// `cudaGetDevice`.
 #[no_mangle]
-pub unsafe extern "C" fn cudaGetDevice(device: *mut c_int) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaGetDevice(device: *mut c_int) -> CudaError {
     api(|| with_libtca(|t| (t.get_device)(device)))
 }
 
 /// `cudaGetDeviceCount`.
 #[no_mangle]
-pub unsafe extern "C" fn cudaGetDeviceCount(count: *mut c_int) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaGetDeviceCount(count: *mut c_int) -> CudaError {
     api(|| with_libtca(|t| (t.device_count)(count)))
 }
 
 /// `cudaDeviceSynchronize`: every copy of this runtime is synchronous and no kernel runs, so
 /// there is never work to wait for.
 #[no_mangle]
-pub extern "C" fn cudaDeviceSynchronize() -> CudaError {
+pub extern "C-unwind" fn cudaDeviceSynchronize() -> CudaError {
     api(|| with_libtca(|_| 0))
 }
 
 /// `cudaDeviceCanAccessPeer`: 1 for two GPUs behind the same CPU socket.
 #[no_mangle]
-pub unsafe extern "C" fn cudaDeviceCanAccessPeer(can: *mut c_int, device: c_int, peer: c_int) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaDeviceCanAccessPeer(can: *mut c_int, device: c_int, peer: c_int) -> CudaError {
     api(|| with_libtca(|t| (t.can_access_peer)(can, device, peer)))
 }
 
@@ -74,7 +74,7 @@ fn current_and_access(peer: c_int) -> Result<c_int, CudaError> {
 /// `cudaDeviceEnablePeerAccess` (`flags` must be 0). Recorded only: copies between two GPUs
 /// of one socket are peer writes in the model either way (docs/cuda.md).
 #[no_mangle]
-pub extern "C" fn cudaDeviceEnablePeerAccess(peer: c_int, flags: c_uint) -> CudaError {
+pub extern "C-unwind" fn cudaDeviceEnablePeerAccess(peer: c_int, flags: c_uint) -> CudaError {
     api(|| {
         if flags != 0 {
             return INVALID_VALUE;
@@ -89,7 +89,7 @@ pub extern "C" fn cudaDeviceEnablePeerAccess(peer: c_int, flags: c_uint) -> Cuda
 
 /// `cudaDeviceDisablePeerAccess`.
 #[no_mangle]
-pub extern "C" fn cudaDeviceDisablePeerAccess(peer: c_int) -> CudaError {
+pub extern "C-unwind" fn cudaDeviceDisablePeerAccess(peer: c_int) -> CudaError {
     api(|| match current_and_access(peer) {
         Ok(d) if peers().remove(&(crate::libtca::caller(), d, peer)) => SUCCESS,
         Ok(_) => PEER_ACCESS_NOT_ENABLED,

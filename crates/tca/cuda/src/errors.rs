@@ -89,9 +89,11 @@ fn last() -> std::sync::MutexGuard<'static, BTreeMap<u64, CudaError>> {
 }
 
 /// Runs an exported function's body: records a failure as the thread's last error; a panic
-/// is [`UNKNOWN`].
+/// is [`UNKNOWN`]. A rank SimGrid killed during the body ends here
+/// ([`crate::libtca::end_if_killed`]).
 pub fn api(f: impl FnOnce() -> CudaError) -> CudaError {
     let code = catch_unwind(AssertUnwindSafe(f)).unwrap_or(UNKNOWN);
+    crate::libtca::end_if_killed();
     if code != SUCCESS {
         last().insert(crate::libtca::caller(), code);
     }
@@ -108,26 +110,26 @@ fn text(code: CudaError, name: bool) -> *const c_char {
 
 /// `cudaGetErrorString`: never NULL.
 #[no_mangle]
-pub extern "C" fn cudaGetErrorString(error: CudaError) -> *const c_char {
+pub extern "C-unwind" fn cudaGetErrorString(error: CudaError) -> *const c_char {
     text(error, false)
 }
 
 /// `cudaGetErrorName`: never NULL.
 #[no_mangle]
-pub extern "C" fn cudaGetErrorName(error: CudaError) -> *const c_char {
+pub extern "C-unwind" fn cudaGetErrorName(error: CudaError) -> *const c_char {
     text(error, true)
 }
 
 /// `cudaGetLastError`: the last error of a call on this thread, which is reset to
 /// `cudaSuccess`.
 #[no_mangle]
-pub extern "C" fn cudaGetLastError() -> CudaError {
+pub extern "C-unwind" fn cudaGetLastError() -> CudaError {
     last().remove(&crate::libtca::caller()).unwrap_or(SUCCESS)
 }
 
 /// `cudaPeekAtLastError`: as `cudaGetLastError`, without the reset.
 #[no_mangle]
-pub extern "C" fn cudaPeekAtLastError() -> CudaError {
+pub extern "C-unwind" fn cudaPeekAtLastError() -> CudaError {
     last().get(&crate::libtca::caller()).copied().unwrap_or(SUCCESS)
 }
 

@@ -11,16 +11,18 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
-type SetDeviceFn = unsafe extern "C" fn(c_int) -> c_int;
-type GetDeviceFn = unsafe extern "C" fn(*mut c_int) -> c_int;
-type DeviceCountFn = unsafe extern "C" fn(*mut c_int) -> c_int;
-type CanAccessPeerFn = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
-type MallocFn = unsafe extern "C" fn(*mut *mut c_void, usize, c_int) -> c_int;
-type FreeFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
-type MemcpyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int;
-type MemsetFn = unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int;
-type CallerFn = unsafe extern "C" fn() -> u64;
-type PointerFn = unsafe extern "C" fn(*const c_void, *mut c_int, *mut c_int, *mut *mut c_void, *mut usize) -> c_int;
+type SetDeviceFn = unsafe extern "C-unwind" fn(c_int) -> c_int;
+type GetDeviceFn = unsafe extern "C-unwind" fn(*mut c_int) -> c_int;
+type DeviceCountFn = unsafe extern "C-unwind" fn(*mut c_int) -> c_int;
+type CanAccessPeerFn = unsafe extern "C-unwind" fn(*mut c_int, c_int, c_int) -> c_int;
+type MallocFn = unsafe extern "C-unwind" fn(*mut *mut c_void, usize, c_int) -> c_int;
+type FreeFn = unsafe extern "C-unwind" fn(*mut c_void, c_int) -> c_int;
+type MemcpyFn = unsafe extern "C-unwind" fn(*mut c_void, *const c_void, usize, c_int) -> c_int;
+type MemsetFn = unsafe extern "C-unwind" fn(*mut c_void, c_int, usize) -> c_int;
+type CallerFn = unsafe extern "C-unwind" fn() -> u64;
+type EndIfKilledFn = unsafe extern "C-unwind" fn();
+type PointerFn =
+    unsafe extern "C-unwind" fn(*const c_void, *mut c_int, *mut c_int, *mut *mut c_void, *mut usize) -> c_int;
 
 /// The functions, with the signatures of `crates/tca/capi/src/cuda.rs`.
 pub struct Libtca {
@@ -44,6 +46,8 @@ pub struct Libtca {
     pub pointer: PointerFn,
     /// `tca_cuda_caller`.
     pub caller: CallerFn,
+    /// `tca_smpi_end_if_killed`.
+    pub end_if_killed: EndIfKilledFn,
 }
 
 /// `dlsym` of `name` in `handle`.
@@ -83,6 +87,7 @@ fn lookup(handle: *mut c_void) -> Result<Libtca, &'static CStr> {
         memset: get!(c"tca_cuda_memset", MemsetFn),
         pointer: get!(c"tca_cuda_pointer", PointerFn),
         caller: get!(c"tca_cuda_caller", CallerFn),
+        end_if_killed: get!(c"tca_smpi_end_if_killed", EndIfKilledFn),
     })
 }
 
@@ -116,6 +121,16 @@ pub fn libtca() -> Option<&'static Libtca> {
             }
         })
         .as_ref()
+}
+
+/// Ends the calling rank if SimGrid killed it during the call that just returned (inside
+/// SMPI: `crates/tca/capi/src/smpi.rs`); called at this library's C ABI edge, outside its
+/// `catch_unwind`, because the kill unwinds as a C++ exception.
+pub fn end_if_killed() {
+    if let Some(t) = libtca() {
+        // SAFETY: a function without arguments; it may unwind (C-unwind).
+        unsafe { (t.end_if_killed)() }
+    }
 }
 
 /// Who calls, for state kept per rank (a thread, or an SMPI rank; libtca decides); 0 when

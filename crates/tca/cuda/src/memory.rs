@@ -74,19 +74,19 @@ unsafe fn alloc(ptr: *mut *mut c_void, size: usize, mem: c_int) -> CudaError {
 
 /// `cudaMalloc`: GPU memory of the current device, zero-filled.
 #[no_mangle]
-pub unsafe extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> CudaError {
     api(|| alloc(dev_ptr, size, TCA_MEMORY_GPU))
 }
 
 /// `cudaMallocHost`: pinned host memory, zero-filled.
 #[no_mangle]
-pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> CudaError {
     api(|| alloc(ptr, size, TCA_MEMORY_CPU))
 }
 
 /// `cudaHostAlloc`: as `cudaMallocHost`; every flag CUDA defines is accepted.
 #[no_mangle]
-pub unsafe extern "C" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> CudaError {
     api(|| if flags & !HOST_ALLOC_FLAGS != 0 { INVALID_VALUE } else { alloc(ptr, size, TCA_MEMORY_CPU) })
 }
 
@@ -100,20 +100,25 @@ fn release(ptr: *mut c_void, mem: c_int) -> CudaError {
 
 /// `cudaFree`: `dev_ptr` must be a pointer `cudaMalloc` returned; NULL does nothing.
 #[no_mangle]
-pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> CudaError {
+pub extern "C-unwind" fn cudaFree(dev_ptr: *mut c_void) -> CudaError {
     api(|| release(dev_ptr, TCA_MEMORY_GPU))
 }
 
 /// `cudaFreeHost`: `ptr` must be a pointer `cudaMallocHost` returned; NULL does nothing.
 #[no_mangle]
-pub extern "C" fn cudaFreeHost(ptr: *mut c_void) -> CudaError {
+pub extern "C-unwind" fn cudaFreeHost(ptr: *mut c_void) -> CudaError {
     api(|| release(ptr, TCA_MEMORY_CPU))
 }
 
 /// `cudaMemcpy`: `kind` is a `cudaMemcpyKind` (`cudaMemcpyDefault`: from the pointers); a kind
 /// that contradicts the pointers is `cudaErrorInvalidValue`. Returns when the copy is done.
 #[no_mangle]
-pub unsafe extern "C" fn cudaMemcpy(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaMemcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> CudaError {
     api(|| {
         if !(0..=4).contains(&kind) {
             return INVALID_MEMCPY_DIRECTION;
@@ -127,14 +132,17 @@ pub unsafe extern "C" fn cudaMemcpy(dst: *mut c_void, src: *const c_void, count:
 
 /// `cudaMemset`: sets `count` bytes of device memory to `value`.
 #[no_mangle]
-pub unsafe extern "C" fn cudaMemset(dev_ptr: *mut c_void, value: c_int, count: usize) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaMemset(dev_ptr: *mut c_void, value: c_int, count: usize) -> CudaError {
     api(|| if count == 0 { SUCCESS } else { with_libtca(|t| (t.memset)(dev_ptr, value, count)) })
 }
 
 /// `cudaPointerGetAttributes` (CUDA 11 semantics: memory the runtime did not allocate is
 /// `cudaMemoryTypeUnregistered`, not an error).
 #[no_mangle]
-pub unsafe extern "C" fn cudaPointerGetAttributes(attributes: *mut PointerAttributes, ptr: *const c_void) -> CudaError {
+pub unsafe extern "C-unwind" fn cudaPointerGetAttributes(
+    attributes: *mut PointerAttributes,
+    ptr: *const c_void,
+) -> CudaError {
     api(|| {
         let Some(out) = attributes.as_mut() else { return INVALID_VALUE };
         let (mut kind, mut device) = (0, 0);

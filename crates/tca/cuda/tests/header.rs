@@ -62,6 +62,6 @@ fn every_function_of_the_header_is_exported() {
     let sources: String =
         std::fs::read_dir(lib).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
     for f in declared {
-        assert!(sources.contains(&format!("extern \"C\" fn {f}(")), "{f} is declared but not defined");
+        assert!(sources.contains(&format!("extern \"C-unwind\" fn {f}(")), "{f} is declared but not defined");
     }
 }

@@ -1,10 +1,17 @@
-// Loaded with a program built by `tca cc`, two hooks into SimGrid's engine:
+// Loaded with a program built by `tca cc`, hooks into SimGrid's engine:
 // - when SimGrid finds that no actor can ever move again (a deadlock across MPI and TCA), say
 //   what every rank waits for in TCA terms after SimGrid's own listing of the actors, and end
 //   the run with a failure status (smpirun itself exits 0 after a deadlock);
 // - when the simulation ends, write the TCA job's trace and statistics if its ranks did not
-//   (a rank that returned from main without tcaFinalize).
+//   (a rank that returned from main without tcaFinalize), and if a rank called MPI_Abort, say
+//   so and end with its error code (smpirun itself exits 0 then too);
+// - a rank's wait inside libtca that SimGrid ends (MPI_Abort kills every rank) returns to
+//   libtca instead of unwinding through it, and libtca ends the rank at its C ABI's edge.
+#include <simgrid/Exception.hpp>
+#include <simgrid/engine.h>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/semaphore.h>
+#include <smpi/smpi.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,15 +23,64 @@ extern "C" void tca_smpi_simulation_end(void);
 namespace {
 constexpr int deadlock_status = 3;
 
+// The first MPI_Abort of the run: its rank, code and time.
+struct Abort {
+  bool called = false;
+  int rank = 0;
+  int code = 0;
+  double at = 0;
+} first_abort;
+
 struct Hooks {
-    Hooks()
-    {
-        simgrid::s4u::Engine::on_deadlock_cb([] {
-            tca_smpi_report_deadlock();
-            std::fflush(nullptr);
-            std::_Exit(deadlock_status);
-        });
-        simgrid::s4u::Engine::on_simulation_end_cb([] { tca_smpi_simulation_end(); });
-    }
+  Hooks()
+  {
+    simgrid::s4u::Engine::on_deadlock_cb([] {
+      tca_smpi_report_deadlock();
+      std::fflush(nullptr);
+      std::_Exit(deadlock_status);
+    });
+    simgrid::s4u::Engine::on_simulation_end_cb([] {
+      tca_smpi_simulation_end();
+      if (first_abort.called) {
+        std::fprintf(stderr, "tca: rank %d called MPI_Abort with error code %d at %.3f us\n", first_abort.rank,
+                     first_abort.code, first_abort.at * 1e6);
+        std::fflush(nullptr);
+        // As mpirun: the error code is the exit status (an abort with 0, or a code no status
+        // can hold, is a failure all the same).
+        std::_Exit(first_abort.code > 0 && first_abort.code < 256 ? first_abort.code : 1);
+      }
+    });
+  }
 } hooks;
 }  // namespace
+
+// MPI_Abort of a program built by `tca cc`, in front of SMPI's (libtcasmpi comes before
+// libsimgrid in the program's libraries; MPI's profiling interface): noted, then PMPI_Abort.
+extern "C" int MPI_Abort(MPI_Comm comm, int code)
+{
+  if (!first_abort.called) {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    first_abort = {true, rank, code, simgrid_get_clock()};
+  }
+  return PMPI_Abort(comm, code);
+}
+
+// The rank's wait on its semaphore in libtca (crates/tca/smpi/src/job.rs): 0 when acquired,
+// 1 when SimGrid kills the rank meanwhile. The kill is thrown as a C++ exception, which
+// libtca's Rust frames cannot pass (their C ABI catches panics); libtca returns through them
+// and calls tca_smpi_end_killed_rank at the edge of its C ABI, which throws it again.
+extern "C" int tca_smpi_sem_acquire(sg_sem_t sem)
+{
+  try {
+    sg_sem_acquire(sem);
+    return 0;
+  } catch (const simgrid::ForcefulKillException&) {
+    return 1;
+  }
+}
+
+extern "C" void tca_smpi_end_killed_rank(void)
+{
+  simgrid::ForcefulKillException::do_throw();
+}

@@ -25,7 +25,7 @@ use crate::simgrid::{Opaque, SimGrid};
 use base::SimTime;
 use std::ffi::{c_char, c_int};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use tca_proto::FabricError;
+use tca_proto::{FabricError, TcaError};
 use tca_sim::{Driver, Op, Reply, Scheduler};
 
 /// SimGrid's clock precision under smpirun (its `surf/precision` of 1e-9 s), in picoseconds.
@@ -247,7 +247,10 @@ impl Driver for SmpiJob {
         }
         loop {
             // SAFETY: a SimGrid call from the rank's actor on its own semaphore.
-            unsafe { (self.sg.sem_acquire)(self.sems.ranks[rank as usize]) };
+            if unsafe { !self.sg.acquire(self.sems.ranks[rank as usize]) } {
+                crate::killed();
+                return Err(FabricError::with_detail(TcaError::PeerDead, "SimGrid killed this rank (MPI_Abort)"));
+            }
             if let Some(answer) = self.lock().scheduler.take_answer(rank) {
                 return answer;
             }

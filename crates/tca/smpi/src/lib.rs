@@ -23,6 +23,7 @@ mod simgrid;
 
 use job::SmpiJob;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tca_model::platform::Platform;
 use tca_proto::{FabricError, FabricResult, TcaError};
@@ -33,6 +34,29 @@ static JOB: Mutex<Option<Arc<SmpiJob>>> = Mutex::new(None);
 
 fn error(detail: impl Into<String>) -> FabricError {
     FabricError::with_detail(TcaError::NotInitialized, detail)
+}
+
+/// Set when SimGrid killed the rank whose TCA call is returning ([`end_if_killed`]). One flag
+/// for the process: SimGrid runs one actor at a time, and the killed rank returns from its
+/// wait to the edge of the C ABI without handing over to another.
+static KILLED: AtomicBool = AtomicBool::new(false);
+
+fn killed() {
+    KILLED.store(true, Ordering::Relaxed);
+}
+
+/// At the edge of the C ABI, after a call returned: if SimGrid killed the calling rank while
+/// it waited, ends it as SimGrid does, by throwing SimGrid's kill (a C++ exception) through
+/// the caller's frames. The call's own Rust frames have returned by then; none may be between
+/// here and the program.
+pub fn end_if_killed() {
+    // A load first: every call of the C ABI on every fabric passes here.
+    if KILLED.load(Ordering::Relaxed) && KILLED.swap(false, Ordering::Relaxed) {
+        if let Some(end) = simgrid::simgrid().and_then(|sg| sg.end_killed_rank) {
+            // SAFETY: a SimGrid call from the killed actor; it does not return.
+            unsafe { end() };
+        }
+    }
 }
 
 /// The calling SimGrid actor's id, if this process runs inside SimGrid.

@@ -26,6 +26,11 @@ macro_rules! functions {
             $($(#[$doc])* pub $field: $ty,)*
             /// `MPI_COMM_WORLD`, a variable of libsimgrid.
             pub comm_world: *const Opaque,
+            /// `tca_smpi_sem_acquire` of libtcasmpi (`crates/tca/smpi/glue/hooks.cpp`): 1 when
+            /// SimGrid killed the actor during the wait, instead of a C++ exception.
+            pub killable_acquire: Option<unsafe extern "C" fn(Opaque) -> c_int>,
+            /// `tca_smpi_end_killed_rank` of libtcasmpi: throws SimGrid's kill again.
+            pub end_killed_rank: Option<unsafe extern "C-unwind" fn()>,
         }
 
         fn load() -> Option<SimGrid> {
@@ -33,6 +38,13 @@ macro_rules! functions {
                 // SAFETY: each symbol has the C signature of its field (module documentation).
                 $($field: unsafe { std::mem::transmute::<*mut c_void, $ty>(symbol($symbol)?) },)*
                 comm_world: symbol(c"MPI_COMM_WORLD")?.cast(),
+                // SAFETY: as above, the signatures of hooks.cpp.
+                killable_acquire: symbol(c"tca_smpi_sem_acquire").map(|p| unsafe {
+                    std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Opaque) -> c_int>(p)
+                }),
+                end_killed_rank: symbol(c"tca_smpi_end_killed_rank").map(|p| unsafe {
+                    std::mem::transmute::<*mut c_void, unsafe extern "C-unwind" fn()>(p)
+                }),
             })
         }
     };
@@ -55,6 +67,25 @@ functions! {
     mpi_initialized = c"MPI_Initialized": unsafe extern "C" fn(*mut c_int) -> c_int,
     mpi_comm_rank = c"MPI_Comm_rank": unsafe extern "C" fn(Opaque, *mut c_int) -> c_int,
     mpi_comm_size = c"MPI_Comm_size": unsafe extern "C" fn(Opaque, *mut c_int) -> c_int,
+}
+
+impl SimGrid {
+    /// Waits on `sem`; false when SimGrid killed the calling actor meanwhile (where libtcasmpi
+    /// is loaded; without it the kill unwinds from here).
+    ///
+    /// # Safety
+    /// A SimGrid call from an actor, on a semaphore of `sem_init`.
+    pub unsafe fn acquire(&self, sem: Opaque) -> bool {
+        match self.killable_acquire {
+            // SAFETY: the caller's.
+            Some(acquire) => unsafe { acquire(sem) == 0 },
+            None => {
+                // SAFETY: the caller's.
+                unsafe { (self.sem_acquire)(sem) };
+                true
+            }
+        }
+    }
 }
 
 // SAFETY: function pointers and the address of a process-wide variable.
