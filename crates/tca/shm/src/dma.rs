@@ -204,6 +204,12 @@ impl Inner {
         // The engine counts a run done before a caller carrying it out alone has written it.
         if r.is_ok() {
             self.wait_carried(channel);
+            let failed = &self.failed_alone[channel as usize];
+            if failed.load(Ordering::Acquire) != 0 {
+                if let Some(e) = TcaError::from_code(failed.swap(0, Ordering::AcqRel)) {
+                    return Err(e);
+                }
+            }
         }
         r
     }

@@ -12,7 +12,7 @@ use crate::segment::{state, Segment, HEAP};
 use crate::store_lock::StoreLock;
 use crate::wait::WaitPolicy;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -92,6 +92,10 @@ pub(crate) struct Inner {
     /// whose run a caller last finished alone: equal, `tcaWaitDMAC` needs no engine lock.
     pub kicks: [AtomicU32; CHANNELS],
     pub finished_alone: [AtomicU32; CHANNELS],
+    /// Per channel, the error code (0: none) of a run a caller carried out alone whose copy
+    /// failed after the engine had counted the run done (a share the receiver's waiter
+    /// stopped in, [`crate::shared_copy`]); the channel's next `tcaWaitDMAC` returns it.
+    pub failed_alone: [AtomicI32; CHANNELS],
     /// 1 + the node a notification was last pushed to without a fence before the look at its
     /// sleeping waiters (0: none); the next DMA call of this process looks again, fenced.
     pub unfenced: AtomicU32,
@@ -193,6 +197,7 @@ impl ShmFabric {
             dead: AtomicU32::new(0),
             kicks: Default::default(),
             finished_alone: Default::default(),
+            failed_alone: Default::default(),
             unfenced: AtomicU32::new(0),
             collectives: Mutex::new(Collectives::default()),
             executing: AtomicU32::new(0),

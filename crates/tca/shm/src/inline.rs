@@ -175,7 +175,13 @@ impl Inner {
                 dead = Some(dst);
             }
         }
-        if a.done {
+        // The engine counted the run done before the copy: a failed copy is kept for the
+        // channel's next tcaWaitDMAC, which is not answered without the library meanwhile.
+        let failed = &self.failed_alone[a.channel as usize];
+        if let Err(e) = copied {
+            failed.store(e.code(), Ordering::Release);
+        }
+        if a.done && failed.load(Ordering::Acquire) == 0 {
             self.finished_alone[a.channel as usize].store(a.kick, Ordering::Release);
         }
         let mut claim = claim;

@@ -83,8 +83,9 @@ pub(crate) fn wait_beside_finished(f: &dyn Fabric) -> Check {
 /// 2 ranks: rank 0 writes 64 MiB to rank 1, whose waiting thread takes the share of it and
 /// is stopped mid-copy (SIGSTOP from rank 0) for longer than the timeout; rank 0 refills its
 /// source once its channel wait returns, as a program may. The write must not be reported
-/// while the stopped copy can still land: rank 1 either never gets the notification, or gets
-/// it with the message's bytes. A later write to rank 1 arrives whole once the copy ended.
+/// while the stopped copy can still land: rank 0's channel wait fails, and rank 1 either never
+/// gets the notification, or gets it with the message's bytes. A later write to rank 1
+/// arrives whole once the copy ended.
 pub(crate) fn abandoned_share(f: &ShmFabric) -> Check {
     const LEN: u64 = 64 << 20;
     let (me, _) = me_n(f)?;
@@ -115,6 +116,9 @@ pub(crate) fn abandoned_share(f: &ShmFabric) -> Check {
         fill_at(f, &src, 0, LEN, 2 << 8)?;
         stopper.join().map_err(|_| "the stopping thread panicked")?;
         println!("rank 0: the write whose share was stopped: {first:?}");
+        if first.is_ok() {
+            return Err("tcaWaitDMAC reported the write whose share was stopped as done".into());
+        }
         ok("barrier", f.barrier())?;
         let mut d = Desc::new();
         ok("set_memcpy", d.set_memcpy(&dsts[1], 0, &src, 0, 4096, DmaFlags::NOTIFY, 1, 2))?;
