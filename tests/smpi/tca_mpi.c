@@ -8,6 +8,8 @@
  *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then blocks in MPI_Recv
  *   tca             both ranks wait for a TCA notification that never comes
+ *   returned        rank 0 waits for a TCA notification that never comes, rank 1 returns from
+ *                   main without tcaFinalize
  *   abort           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then calls MPI_Abort with code 5
  *   abort-in-cuda   the same, rank 0 copying SIZE bytes to its GPU again and again (cudaMemcpy)
@@ -61,6 +63,11 @@ int main(int argc, char** argv)
       fflush(stdout);
       MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+  }
+  if (strcmp(what, "returned") == 0) {
+    if (me == 0) CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
+    MPI_Finalize();
+    return 0;
   }
   if (strncmp(what, "abort", 5) == 0) {
     if (me == 0 && strcmp(what, "abort-in-cuda") == 0)

@@ -173,6 +173,13 @@ def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):
     assert blocked >= 1000 and blocked <= at < blocked + 10, (blocked, at)
 
 
+def test_a_deadlock_report_names_a_rank_that_returned_from_main(program):
+    out = run(program, "returned")
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "rank 0 waits for tcaWaitDMARecvDesc(handle of node 1, slot 0, tag 7)" in out.stderr
+    assert "rank 1 has returned from main without tcaFinalize" in out.stderr
+
+
 def test_a_deadlock_inside_tca_is_an_error_the_program_gets(program):
     out = run(program, "tca")
     assert out.returncode == 0, out.stderr

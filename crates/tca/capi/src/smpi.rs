@@ -26,6 +26,12 @@ pub extern "C-unwind" fn tca_smpi_end_if_killed() {
     tca_smpi::end_if_killed();
 }
 
+/// SimGrid actor `pid` ended (deadlock reports name a rank that returned from `main`).
+#[no_mangle]
+pub extern "C-unwind" fn tca_smpi_actor_ended(pid: i64) {
+    let _ = std::panic::catch_unwind(|| tca_smpi::actor_ended(pid));
+}
+
 /// The end of SimGrid's simulation: the TCA job writes its trace and statistics if no
 /// `tcaFinalize` of its last rank did.
 #[no_mangle]

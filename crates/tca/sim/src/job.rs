@@ -153,7 +153,7 @@ impl State {
         self.scheduler.settle();
         while !self.scheduler.has_answers() {
             if !self.scheduler.step() {
-                self.scheduler.deadlock("is running");
+                self.scheduler.deadlock(&|_| "is running");
                 return;
             }
         }

@@ -323,16 +323,17 @@ impl Scheduler {
     }
 
     /// What each rank does now, for a deadlock report: "rank 0 waits for tcaWaitDMAC(channel
-    /// 0); rank 1 has finished; ...". `outside` names what a rank that is not in a TCA call
-    /// is doing (the thread driver knows it runs; a driver inside MPI knows it is in MPI).
-    pub fn describe(&self, outside: &str) -> String {
+    /// 0); rank 1 has finished; ...". `outside(rank)` names what a rank that is not in a TCA
+    /// call is doing (the thread driver knows it runs; a driver inside MPI knows it is in MPI,
+    /// or has returned from `main`).
+    pub fn describe(&self, outside: &dyn Fn(u32) -> &'static str) -> String {
         self.slots
             .iter()
             .enumerate()
             .map(|(rank, s)| match s {
                 Slot::Waiting { op_text, .. } => format!("rank {rank} waits for {op_text}"),
                 Slot::Finished => format!("rank {rank} has finished"),
-                _ => format!("rank {rank} {outside}"),
+                _ => format!("rank {rank} {}", outside(rank as u32)),
             })
             .collect::<Vec<_>>()
             .join("; ")
@@ -340,7 +341,7 @@ impl Scheduler {
 
     /// Nothing can change any more: every waiting rank gets [`TcaError::Deadlock`] naming what
     /// each rank waits for (see [`Scheduler::describe`]).
-    pub fn deadlock(&mut self, outside: &str) {
+    pub fn deadlock(&mut self, outside: &dyn Fn(u32) -> &'static str) {
         let detail = format!("at {}: {}", self.world.now, self.describe(outside));
         for slot in &mut self.slots {
             if let Slot::Waiting { .. } = slot {

@@ -5,10 +5,13 @@
 // - when the simulation ends, write the TCA job's trace and statistics if its ranks did not
 //   (a rank that returned from main without tcaFinalize), and if a rank called MPI_Abort, say
 //   so and end with its error code (smpirun itself exits 0 then too);
+// - when an actor ends, tell libtca, whose deadlock report then says that a rank which never
+//   called tcaFinalize has returned from main;
 // - a rank's wait inside libtca that SimGrid ends (MPI_Abort kills every rank) returns to
 //   libtca instead of unwinding through it, and libtca ends the rank at its C ABI's edge.
 #include <simgrid/Exception.hpp>
 #include <simgrid/engine.h>
+#include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/semaphore.h>
 #include <smpi/smpi.h>
@@ -19,6 +22,7 @@
 // libtca (crates/tca/capi/src/smpi.rs)
 extern "C" void tca_smpi_report_deadlock(void);
 extern "C" void tca_smpi_simulation_end(void);
+extern "C" void tca_smpi_actor_ended(long pid);
 
 namespace {
 constexpr int deadlock_status = 3;
@@ -39,6 +43,8 @@ struct Hooks {
       std::fflush(nullptr);
       std::_Exit(deadlock_status);
     });
+    simgrid::s4u::Actor::on_termination_cb(
+        [](const simgrid::s4u::Actor& actor) { tca_smpi_actor_ended(static_cast<long>(actor.get_pid())); });
     simgrid::s4u::Engine::on_simulation_end_cb([] {
       tca_smpi_simulation_end();
       if (first_abort.called) {

@@ -52,6 +52,10 @@ struct State {
     started: std::time::Instant,
     /// The trace and statistics were written ([`SmpiJob::end`]).
     ended: bool,
+    /// Each rank's SimGrid actor, once it joined; and whether it ended without
+    /// `tcaFinalize` (it returned from `main`), for deadlock reports.
+    actors: Vec<Option<i64>>,
+    returned: Vec<bool>,
 }
 
 type OnEnd = Box<dyn Fn(&Scheduler, std::time::Duration) + Send + Sync>;
@@ -80,6 +84,8 @@ impl SmpiJob {
             model_poked: false,
             started: std::time::Instant::now(),
             ended: false,
+            actors: vec![None; ranks as usize],
+            returned: vec![false; ranks as usize],
         };
         Arc::new(SmpiJob { sg, sems, state: Mutex::new(state), on_end })
     }
@@ -129,7 +135,24 @@ impl SmpiJob {
         let st = self.lock();
         // SimGrid's clock runs ahead of the TCA world's while ranks only do MPI.
         let at = self.clock().max(st.scheduler.now());
-        format!("at {at}: {}", st.scheduler.describe("is not in a TCA call (in MPI, or running)"))
+        let outside = |rank: u32| outside_tca(&st.returned, rank);
+        format!("at {at}: {}", st.scheduler.describe(&outside))
+    }
+
+    /// Rank `rank` runs as SimGrid actor `pid`.
+    pub(crate) fn joined(&self, rank: u32, pid: i64) {
+        if let Some(a) = self.lock().actors.get_mut(rank as usize) {
+            *a = Some(pid);
+        }
+    }
+
+    /// SimGrid actor `pid` ended; if it is a rank's, that rank left `main` (a rank that called
+    /// `tcaFinalize` is described as finished all the same).
+    pub(crate) fn actor_ended(&self, pid: i64) {
+        let mut st = self.lock();
+        if let Some(rank) = st.actors.iter().position(|a| *a == Some(pid)) {
+            st.returned[rank] = true;
+        }
     }
 
     /// After a change of the world: ends a deadlock that involves only TCA (every rank waits
@@ -139,7 +162,8 @@ impl SmpiJob {
     fn after_change(&self, st: &mut State, poke: bool) -> Vec<Opaque> {
         let s = &mut st.scheduler;
         if s.idle() && s.next_wake().is_none() && !s.all_finished() {
-            s.deadlock("has finished or is not in a TCA call");
+            let returned = &st.returned;
+            s.deadlock(&|rank| outside_tca(returned, rank));
         }
         let mut wake = Vec::new();
         for rank in st.scheduler.answered().collect::<Vec<_>>() {
@@ -206,6 +230,15 @@ impl SmpiJob {
                 }
             }
         }
+    }
+}
+
+/// What a rank that is not in a TCA call does, as far as the job knows.
+fn outside_tca(returned: &[bool], rank: u32) -> &'static str {
+    if returned.get(rank as usize).copied().unwrap_or(false) {
+        "has returned from main without tcaFinalize"
+    } else {
+        "is not in a TCA call (in MPI, or running)"
     }
 }
 

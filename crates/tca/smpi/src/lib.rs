@@ -147,7 +147,18 @@ pub fn join() -> FabricResult<SimRank> {
             }
         }
     };
+    if let Some(pid) = caller() {
+        job.joined(rank, pid);
+    }
     SimRank::new(job, rank)
+}
+
+/// SimGrid actor `pid` ended (libtcasmpi's hook): a rank of the job that ends without
+/// `tcaFinalize` has returned from `main`, which deadlock reports then say.
+pub fn actor_ended(pid: i64) {
+    if let Some(job) = JOB.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        job.actor_ended(pid);
+    }
 }
 
 /// SimGrid's simulation ended: the job writes its trace and statistics if its ranks did not
