@@ -65,6 +65,9 @@ pub(crate) struct Inner {
     /// A thread of this process offers a share of a write to each destination node
     /// ([`crate::shared_copy`]).
     pub offering: Vec<AtomicBool>,
+    /// Per destination and size class, the part of a shared write the writer copies itself,
+    /// in 64ths ([`crate::shared_copy::Split`]).
+    pub splits: Vec<crate::shared_copy::Split>,
     /// Per destination: a share its waiter took was given up on, and may still be copied
     /// ([`crate::shared_copy`]).
     pub abandoned: Vec<AtomicBool>,
@@ -190,6 +193,7 @@ impl ShmFabric {
             chain_bytes: Default::default(),
             producers: (0..size).map(|_| StoreLock::new(Producer::default())).collect(),
             offering: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            splits: (0..size).map(|_| Default::default()).collect(),
             abandoned: (0..size).map(|_| AtomicBool::new(false)).collect(),
             shares_copied: AtomicU64::new(0),
             carrying: Default::default(),

@@ -4,13 +4,13 @@
 //! A single thread copies at most at one core's bandwidth, and a waiting receiver's CPU only
 //! polls. So when the destination announces a spinning waiter for this rank
 //! ([`crate::segment::Header::helper`]) and the write is at least [`SHARE_MIN`] bytes, the
-//! writer offers the tail half in the destination's share slot for this rank
-//! ([`CopyShare`], in the destination's header), copies the head half, then either takes the
-//! offer back (nobody took it) and copies the tail too, or waits until the waiter has copied
-//! it. The write is reported, and its notification written, only after both halves: a
-//! receiver still sees the notification after all the data. The halves are the same bytes of
-//! the buffer each time, so in a ping-pong each CPU keeps writing the cache lines it wrote the
-//! time before.
+//! writer offers the tail in the destination's share slot for this rank ([`CopyShare`], in the
+//! destination's header), copies the head, then either takes the offer back (nobody took it)
+//! and copies the tail too, or waits until the waiter has copied it. The write is reported, and
+//! its notification written, only after both parts: a receiver still sees the notification
+//! after all the data. The split starts at half and follows how late the waiter starts
+//! ([`Split`]); the parts are nearly the same bytes of the buffer each time, so in a ping-pong
+//! each CPU keeps writing the cache lines it wrote the time before.
 //!
 //! The waiter takes an offer with one compare-and-swap, checks that both ranges lie inside the
 //! heaps (a peer's slot is not trusted) and refuses it otherwise; the writer then copies the
@@ -22,13 +22,51 @@
 //! so that the late copy cannot overwrite a write reported since.
 
 use crate::fabric::Inner;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 use tca_proto::{TcaError, TcaResult, Write};
 
 /// Smallest write \[bytes\] whose copy is shared with a waiting receiver: below it the offer
 /// and the wait for the other half cost more than half the copy.
 pub const SHARE_MIN: u64 = 32 * 1024;
+
+/// Where a shared write is split, per size class of a destination: the writer copies the
+/// first `part / 64` of it. It starts at half and moves by 1/64 after each share toward the
+/// point where both copies end together: up when the waiter was still copying as the writer
+/// finished its part, down when it had finished first. A receiver sees the offer some time
+/// after it is made, so an even split leaves the writer waiting; moving the boundary a line at
+/// a time keeps nearly every cache line with the CPU that wrote it the time before.
+#[derive(Debug)]
+pub struct Split([AtomicU8; SPLIT_CLASSES]);
+
+/// Size classes of [`Split`]: 32-64 KiB, 64-128 KiB, ..., and 4 MiB up.
+const SPLIT_CLASSES: usize = 8;
+
+impl Default for Split {
+    fn default() -> Self {
+        Split(std::array::from_fn(|_| AtomicU8::new(32)))
+    }
+}
+
+impl Split {
+    fn class(&self, len: u64) -> &AtomicU8 {
+        let class = (63 - len.leading_zeros() as usize).saturating_sub(15).min(SPLIT_CLASSES - 1);
+        &self.0[class]
+    }
+
+    /// Bytes of the head of a `len`-byte write the writer copies, a multiple of 64.
+    fn head(&self, len: u64) -> u64 {
+        (len * u64::from(self.class(len).load(Ordering::Relaxed)) / 64) & !63
+    }
+
+    /// After a share of `len` bytes: the waiter was still copying when the writer finished
+    /// its part (`waiter_busy`), or had finished.
+    fn adjust(&self, len: u64, waiter_busy: bool) {
+        let part = self.class(len);
+        let p = part.load(Ordering::Relaxed);
+        part.store(if waiter_busy { (p + 1).min(56) } else { p.saturating_sub(1).max(8) }, Ordering::Relaxed);
+    }
+}
 
 /// States of a [`CopyShare`].
 mod state {
@@ -165,7 +203,8 @@ impl Inner {
                 return None;
             }
         }
-        let head = (w.len / 2) & !63;
+        let split = &self.splits[peer as usize];
+        let head = split.head(w.len);
         let tail = w.len - head;
         share.src.store(w.src_addr + head, Ordering::Relaxed);
         share.dst.store(w.dst_addr + head, Ordering::Relaxed);
@@ -181,24 +220,30 @@ impl Inner {
                     copy_tail();
                     Ok(())
                 }
-                Err(_) => match self.wait_share(share, peer) {
-                    ShareEnd::Copied => {
-                        share.state.store(state::IDLE, Ordering::Relaxed);
-                        Ok(())
+                Err(taken) => {
+                    if taken != state::REFUSED {
+                        split.adjust(w.len, taken == state::TAKEN);
                     }
-                    ShareEnd::Refused => {
-                        copy_tail();
-                        share.state.store(state::IDLE, Ordering::Relaxed);
-                        Ok(())
+                    match self.wait_share(share, peer) {
+                        ShareEnd::Copied => {
+                            share.state.store(state::IDLE, Ordering::Relaxed);
+                            Ok(())
+                        }
+                        ShareEnd::Refused => {
+                            copy_tail();
+                            share.state.store(state::IDLE, Ordering::Relaxed);
+                            Ok(())
+                        }
+                        // The state stays TAKEN: the waiter may still copy into the destination,
+                        // so the write fails, and later writes to this peer wait for the share
+                        // first.
+                        end @ (ShareEnd::TimedOut | ShareEnd::PeerDead) => {
+                            self.abandoned[peer as usize].store(true, Ordering::Release);
+                            self.forget_idle_repeats();
+                            Err(if matches!(end, ShareEnd::TimedOut) { TcaError::Timeout } else { TcaError::PeerDead })
+                        }
                     }
-                    // The state stays TAKEN: the waiter may still copy into the destination, so
-                    // the write fails, and later writes to this peer wait for the share first.
-                    end @ (ShareEnd::TimedOut | ShareEnd::PeerDead) => {
-                        self.abandoned[peer as usize].store(true, Ordering::Release);
-                        self.forget_idle_repeats();
-                        Err(if matches!(end, ShareEnd::TimedOut) { TcaError::Timeout } else { TcaError::PeerDead })
-                    }
-                },
+                }
             };
         offering.store(false, Ordering::Release);
         Some(copied)
@@ -247,4 +292,33 @@ enum ShareEnd {
     Refused,
     TimedOut,
     PeerDead,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Split;
+
+    /// The writer's part starts at half, grows while the waiter is still copying when the
+    /// writer is done, shrinks while it is not, stays within 8/64-56/64, is a whole number of
+    /// cache lines, and is kept per size class.
+    #[test]
+    fn the_split_follows_the_waiter_within_bounds() {
+        let s = Split::default();
+        const K64: u64 = 64 << 10;
+        assert_eq!(s.head(K64), K64 / 2);
+        s.adjust(K64, true);
+        assert_eq!(s.head(K64), K64 * 33 / 64);
+        for _ in 0..100 {
+            s.adjust(K64, true);
+        }
+        assert_eq!(s.head(K64), K64 * 56 / 64);
+        assert_eq!(s.head(2 * K64), K64, "another size class is untouched");
+        assert_eq!(s.head(K64 + 4096), ((K64 + 4096) * 56 / 64) & !63, "the same class up to 128 KiB");
+        for _ in 0..100 {
+            s.adjust(K64, false);
+        }
+        assert_eq!(s.head(K64), K64 * 8 / 64);
+        assert_eq!(s.head((32 << 10) + 100) % 64, 0);
+        assert_eq!(s.head(64 << 20), 32 << 20, "4 MiB and up share the last class");
+    }
 }
