@@ -242,7 +242,7 @@ tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int
 /* tcaSendPIO, tcaSendPIOCommit, tcaWaitPIO and tcaWaitDMARecvDesc without a library call (GNU
  * C; the functions stay, and `(tcaSendPIO)(...)` or `&tcaSendPIO` reach them). On the shm
  * fabric a store into a window whose handle is live, a non-zero multiple of 4 bytes up to
- * TCA_PIO_INLINE_MAX, within the window, is a memcpy into the peer's mapped memory, and a
+ * TCA_PIO_INLINE_MAX, within the window, is a copy into the peer's mapped memory, and a
  * commit is a release fence: the CPU stores of seed 000 §3.5.1 without the cost of a call. A
  * wait on a live handle of this rank polls the word for TCA_PIO_WAIT_POLLS rounds and returns
  * when it holds the value. A wait for a notification from another rank polls the front of

@@ -9,7 +9,7 @@ use crate::replay::Claim;
 use crate::ring::{encode_notify, Ring, RING_SLOTS};
 use crate::segment::Segment;
 use crate::wait::{WaitFor, Watch};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tca_proto::descriptor::DESCRIPTOR_BYTES;
 use tca_proto::engine::NOTIFY_SLOTS;
 use tca_proto::{Desc, DescEntry, DmaMode, Engine, Handle, TcaError, TcaResult, WaitStatus};
@@ -186,7 +186,10 @@ impl Inner {
     pub(crate) fn wait_dmac(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
         self.settle_notify();
-        if self.finished_alone_last(channel) {
+        // An invalid channel is the engine's error below.
+        let none = AtomicI32::new(0);
+        let failed = self.failed_alone.get(channel as usize).unwrap_or(&none);
+        if self.finished_alone_last(channel) && failed.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
         // A chain may read from or write to any rank (proxy reads wait for the source).
@@ -204,14 +207,17 @@ impl Inner {
         // The engine counts a run done before a caller carrying it out alone has written it.
         if r.is_ok() {
             self.wait_carried(channel);
-            let failed = &self.failed_alone[channel as usize];
-            if failed.load(Ordering::Acquire) != 0 {
-                if let Some(e) = TcaError::from_code(failed.swap(0, Ordering::AcqRel)) {
-                    return Err(e);
-                }
-            }
         }
-        r
+        // A failure kept for this wait ends with it: it is the wait's error unless the wait
+        // failed on its own.
+        let kept = match failed.load(Ordering::Acquire) {
+            0 => None,
+            _ => TcaError::from_code(failed.swap(0, Ordering::AcqRel)),
+        };
+        match (r, kept) {
+            (Ok(()), Some(e)) => Err(e),
+            (r, _) => r,
+        }
     }
 
     /// Waits for and consumes one notification (slot, tag) from `h.node`

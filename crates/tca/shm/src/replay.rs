@@ -164,7 +164,10 @@ impl Inner {
         let mut repeat = Repeat::NONE;
         if let (Some(dst), Some(src)) = resolved {
             let notify = r.notify.filter(|n| n.0 == w.dst_node);
-            let header = !r.fetch && w.len <= HEADER_MAX && notify.is_some() == r.notify.is_some();
+            // Not while a failure of the channel waits for its tcaWaitDMAC: the header would
+            // answer that wait itself.
+            let failed = self.failed_alone[claim.channel].load(Ordering::Acquire) != 0;
+            let header = !r.fetch && w.len <= HEADER_MAX && notify.is_some() == r.notify.is_some() && !failed;
             repeat = Repeat {
                 inline: u32::from(header),
                 dst_node: u32::from(w.dst_node),
