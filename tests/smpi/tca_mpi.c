@@ -13,6 +13,7 @@
  *   abort           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then calls MPI_Abort with code 5
  *   abort-in-cuda   the same, rank 0 copying SIZE bytes to its GPU again and again (cudaMemcpy)
+ *   abort-in-coll   the same, rank 0 in tcaCollAllgather
  *   unfinalized     both ranks return from main without tcaFinalize
  *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
@@ -70,10 +71,12 @@ int main(int argc, char** argv)
     return 0;
   }
   if (strncmp(what, "abort", 5) == 0) {
-    if (me == 0 && strcmp(what, "abort-in-cuda") == 0)
-      for (;;) cudaMemcpy(buf, host, size, cudaMemcpyHostToDevice);
-    if (me == 0) CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
-    else {
+    if (me == 0) {
+      if (strcmp(what, "abort-in-cuda") == 0)
+        for (;;) cudaMemcpy(buf, host, size, cudaMemcpyHostToDevice);
+      if (strcmp(what, "abort-in-coll") == 0) CHECK(tcaCollAllgather(buf, buf + size / 2, 8));
+      CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
+    } else {
       double t0 = MPI_Wtime();
       int flag;
       while (MPI_Wtime() - t0 < 1e-3) MPI_Iprobe(0, 9, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);

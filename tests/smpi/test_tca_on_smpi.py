@@ -186,11 +186,12 @@ def test_a_deadlock_inside_tca_is_an_error_the_program_gets(program):
     assert out.stdout.count("deadlock: every rank waits and nothing can change") == 2
 
 
-@pytest.mark.parametrize("mode", ["abort", "abort-in-cuda"])
+@pytest.mark.parametrize("mode", ["abort", "abort-in-cuda", "abort-in-coll"])
 def test_mpi_abort_ends_every_rank_and_the_run_with_its_code(program, mode):
     """Rank 1 calls MPI_Abort(MPI_COMM_WORLD, 5) while rank 0 waits in tcaWaitDMARecvDesc (or
-    copies in cudaMemcpy): SimGrid kills rank 0 inside libtca, which lets the kill pass, and
-    the run ends with status 5, as under mpirun (smpirun alone exits 0)."""
+    copies in cudaMemcpy, or waits in tcaCollAllgather): SimGrid kills rank 0 inside libtca,
+    which lets the kill pass, and the run ends with status 5, as under mpirun (smpirun alone
+    exits 0)."""
     out = run(program, mode, "16M")
     assert out.returncode == 5, out.stdout + out.stderr
     aborted = float(re.search(r"rank 1: aborts at ([\d.]+) us", out.stdout).group(1))
@@ -200,6 +201,20 @@ def test_mpi_abort_ends_every_rank_and_the_run_with_its_code(program, mode):
     assert aborted <= at < aborted + 1, (aborted, at)
     assert "after MPI_Abort" not in out.stdout
     assert "foreign exception" not in out.stderr and "Aborted" not in out.stderr
+
+
+def test_mpi_abort_right_after_an_mpi_call_ends_the_run_with_its_code(tmp_path):
+    """The kill reaches rank 0 in a SimGrid call other than its wait (the MPI wrapper asks
+    libtca about the buffers of the MPI_Sendrecv both ranks just ended)."""
+    exe = tmp_path / "abort_race"
+    subprocess.run(
+        [*TCA, "cc", "-O2", "-Wall", "-Werror", str(HERE / "abort_race.c"), "-o", str(exe)], check=True
+    )
+    out = run(exe)
+    assert out.returncode == 5, out.stdout + out.stderr
+    assert "tca: rank 1 called MPI_Abort with error code 5" in out.stderr
+    assert "after MPI_Abort" not in out.stdout
+    assert "foreign exception" not in out.stderr
 
 
 def test_bad_use_of_the_commands_is_one_line(tmp_path):

@@ -15,7 +15,10 @@ pub extern "C-unwind" fn tca_smpi_on_gpu(ptr: *const c_void) -> c_int {
         crate::registry::with_fabric(|f| Ok(f.pointer_info(ptr as usize as u64)?))
             .is_ok_and(|info| matches!(info.space, MemorySpace::Device(_)))
     };
-    std::panic::catch_unwind(on_gpu).map_or(0, c_int::from)
+    let answer = std::panic::catch_unwind(on_gpu).map_or(0, c_int::from);
+    // The question may call into SimGrid, which may kill the rank there.
+    tca_smpi::end_if_killed();
+    answer
 }
 
 /// Ends the calling rank if SimGrid killed it during the libtca call that just returned: for

@@ -7,13 +7,12 @@
 //   so and end with its error code (smpirun itself exits 0 then too);
 // - when an actor ends, tell libtca, whose deadlock report then says that a rank which never
 //   called tcaFinalize has returned from main;
-// - a rank's wait inside libtca that SimGrid ends (MPI_Abort kills every rank) returns to
+// - a rank that SimGrid kills inside libtca (MPI_Abort kills every rank) returns through
 //   libtca instead of unwinding through it, and libtca ends the rank at its C ABI's edge.
 #include <simgrid/Exception.hpp>
 #include <simgrid/engine.h>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
-#include <simgrid/semaphore.h>
 #include <smpi/smpi.h>
 
 #include <cstdio>
@@ -72,14 +71,15 @@ extern "C" int MPI_Abort(MPI_Comm comm, int code)
   return PMPI_Abort(comm, code);
 }
 
-// The rank's wait on its semaphore in libtca (crates/tca/smpi/src/job.rs): 0 when acquired,
-// 1 when SimGrid kills the rank meanwhile. The kill is thrown as a C++ exception, which
-// libtca's Rust frames cannot pass (their C ABI catches panics); libtca returns through them
-// and calls tca_smpi_end_killed_rank at the edge of its C ABI, which throws it again.
-extern "C" int tca_smpi_sem_acquire(sg_sem_t sem)
+// Runs call(arg), the SimGrid calls a rank makes inside libtca (crates/tca/smpi/src/job.rs):
+// 0, or 1 when SimGrid killed the rank meanwhile. SimGrid throws the kill as a C++ exception at
+// any call that yields to it (a semaphore's acquire or release, an actor's creation), and
+// libtca's Rust frames cannot pass it (its C ABI catches panics); libtca returns through them
+// instead and calls tca_smpi_end_killed_rank at the edge of its C ABI, which throws it again.
+extern "C" int tca_smpi_killable(void (*call)(void*), void* arg)
 {
   try {
-    sg_sem_acquire(sem);
+    call(arg);
     return 0;
   } catch (const simgrid::ForcefulKillException&) {
     return 1;

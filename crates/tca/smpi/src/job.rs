@@ -25,7 +25,7 @@ use crate::simgrid::{Opaque, SimGrid};
 use base::SimTime;
 use std::ffi::{c_char, c_int};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use tca_proto::{FabricError, TcaError};
+use tca_proto::FabricError;
 use tca_sim::{Driver, Op, Reply, Scheduler};
 
 /// SimGrid's clock precision under smpirun (its `surf/precision` of 1e-9 s), in picoseconds.
@@ -99,11 +99,14 @@ impl SmpiJob {
         }
         // SAFETY: SimGrid calls from an actor; the names are NUL-terminated and the actor takes
         // no arguments.
-        unsafe {
+        let start = || unsafe {
             let named = host.map_or(std::ptr::null_mut(), |h| (self.sg.host_by_name)(h.as_ptr()));
             let host = if named.is_null() { (self.sg.host_self)() } else { named };
             let actor = (self.sg.actor_create)(c"tca-model".as_ptr(), host, model_actor, 0, std::ptr::null());
             (self.sg.actor_daemonize)(actor);
+        };
+        if !self.sg.rank_calls(start) {
+            crate::killed();
         }
     }
 
@@ -184,6 +187,15 @@ impl SmpiJob {
         }
     }
 
+    /// [`Self::release`] by a rank, which SimGrid may kill meanwhile.
+    fn release_by_rank(&self, sems: Vec<Opaque>) -> Result<(), FabricError> {
+        if self.sg.rank_calls(|| self.release(sems)) {
+            Ok(())
+        } else {
+            Err(crate::killed())
+        }
+    }
+
     /// The model actor's loop (see the module documentation).
     fn model(&self) {
         let mut target: Option<SimTime> = None;
@@ -261,6 +273,9 @@ impl Driver for SmpiJob {
     }
 
     fn call(&self, rank: u32, op: Op) -> Result<Reply, FabricError> {
+        // A killed rank on its way out of libtca makes no SimGrid call (a collective may try to
+        // clean up after the error).
+        crate::refuse_if_killed()?;
         let (answer, wake) = {
             let mut st = self.lock();
             let clock = self.clock();
@@ -274,15 +289,15 @@ impl Driver for SmpiJob {
             // The request may have changed when the world next moves.
             (answer, self.after_change(&mut st, true))
         };
-        self.release(wake);
+        self.release_by_rank(wake)?;
         if let Some(answer) = answer {
             return answer;
         }
         loop {
+            let sem = self.sems.ranks[rank as usize];
             // SAFETY: a SimGrid call from the rank's actor on its own semaphore.
-            if unsafe { !self.sg.acquire(self.sems.ranks[rank as usize]) } {
-                crate::killed();
-                return Err(FabricError::with_detail(TcaError::PeerDead, "SimGrid killed this rank (MPI_Abort)"));
+            if !self.sg.rank_calls(|| unsafe { (self.sg.sem_acquire)(sem) }) {
+                return Err(crate::killed());
             }
             if let Some(answer) = self.lock().scheduler.take_answer(rank) {
                 return answer;
@@ -291,6 +306,9 @@ impl Driver for SmpiJob {
     }
 
     fn finish(&self, rank: u32) {
+        if crate::refuse_if_killed().is_err() {
+            return;
+        }
         let wake = {
             let mut st = self.lock();
             if rank >= st.scheduler.ranks() {
@@ -303,6 +321,7 @@ impl Driver for SmpiJob {
             }
             self.after_change(&mut st, true)
         };
-        self.release(wake);
+        // A rank killed here ends at the edge of the C ABI.
+        let _ = self.release_by_rank(wake);
     }
 }

@@ -41,8 +41,23 @@ fn error(detail: impl Into<String>) -> FabricError {
 /// wait to the edge of the C ABI without handing over to another.
 static KILLED: AtomicBool = AtomicBool::new(false);
 
-fn killed() {
+/// SimGrid killed the calling rank: noted for [`end_if_killed`]; the error its call returns
+/// on the way there.
+fn killed() -> FabricError {
     KILLED.store(true, Ordering::Relaxed);
+    killed_error()
+}
+
+fn killed_error() -> FabricError {
+    FabricError::with_detail(TcaError::PeerDead, "SimGrid killed this rank (MPI_Abort)")
+}
+
+/// The error of any call of a rank SimGrid killed, until it leaves libtca.
+fn refuse_if_killed() -> FabricResult<()> {
+    if KILLED.load(Ordering::Relaxed) {
+        return Err(killed_error());
+    }
+    Ok(())
 }
 
 /// At the edge of the C ABI, after a call returned: if SimGrid killed the calling rank while

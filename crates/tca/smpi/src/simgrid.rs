@@ -12,6 +12,9 @@ pub type Opaque = *mut c_void;
 /// `xbt_main_func_t`.
 pub type ActorMain = extern "C-unwind" fn(c_int, *mut *mut c_char);
 
+/// `tca_smpi_killable`: C-unwind, as an exception other than SimGrid's kill passes through.
+pub type Killable = unsafe extern "C-unwind" fn(extern "C-unwind" fn(*mut c_void), *mut c_void) -> c_int;
+
 fn symbol(name: &CStr) -> Option<*mut c_void> {
     // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks the symbol up.
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
@@ -26,9 +29,9 @@ macro_rules! functions {
             $($(#[$doc])* pub $field: $ty,)*
             /// `MPI_COMM_WORLD`, a variable of libsimgrid.
             pub comm_world: *const Opaque,
-            /// `tca_smpi_sem_acquire` of libtcasmpi (`crates/tca/smpi/glue/hooks.cpp`): 1 when
-            /// SimGrid killed the actor during the wait, instead of a C++ exception.
-            pub killable_acquire: Option<unsafe extern "C" fn(Opaque) -> c_int>,
+            /// `tca_smpi_killable` of libtcasmpi (`crates/tca/smpi/glue/hooks.cpp`): runs a
+            /// function, 1 when SimGrid killed the actor during it, instead of a C++ exception.
+            pub killable: Option<Killable>,
             /// `tca_smpi_end_killed_rank` of libtcasmpi: throws SimGrid's kill again.
             pub end_killed_rank: Option<unsafe extern "C-unwind" fn()>,
         }
@@ -39,8 +42,8 @@ macro_rules! functions {
                 $($field: unsafe { std::mem::transmute::<*mut c_void, $ty>(symbol($symbol)?) },)*
                 comm_world: symbol(c"MPI_COMM_WORLD")?.cast(),
                 // SAFETY: as above, the signatures of hooks.cpp.
-                killable_acquire: symbol(c"tca_smpi_sem_acquire").map(|p| unsafe {
-                    std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Opaque) -> c_int>(p)
+                killable: symbol(c"tca_smpi_killable").map(|p| unsafe {
+                    std::mem::transmute::<*mut c_void, Killable>(p)
                 }),
                 end_killed_rank: symbol(c"tca_smpi_end_killed_rank").map(|p| unsafe {
                     std::mem::transmute::<*mut c_void, unsafe extern "C-unwind" fn()>(p)
@@ -70,22 +73,28 @@ functions! {
 }
 
 impl SimGrid {
-    /// Waits on `sem`; false when SimGrid killed the calling actor meanwhile (where libtcasmpi
-    /// is loaded; without it the kill unwinds from here).
-    ///
-    /// # Safety
-    /// A SimGrid call from an actor, on a semaphore of `sem_init`.
-    pub unsafe fn acquire(&self, sem: Opaque) -> bool {
-        match self.killable_acquire {
-            // SAFETY: the caller's.
-            Some(acquire) => unsafe { acquire(sem) == 0 },
-            None => {
-                // SAFETY: the caller's.
-                unsafe { (self.sem_acquire)(sem) };
-                true
-            }
+    /// Runs `f`, SimGrid calls of a rank; false when SimGrid killed the rank during them (where
+    /// libtcasmpi is loaded; without it the kill unwinds from here).
+    pub fn rank_calls(&self, f: impl FnOnce()) -> bool {
+        let Some(killable) = self.killable else {
+            f();
+            return true;
+        };
+        let mut f = Some(f);
+        // SAFETY: `run_once` is given a pointer to `f`'s Option, which outlives the call.
+        unsafe { killable(run_once::<_>(&f), (&raw mut f).cast()) == 0 }
+    }
+}
+
+/// The trampoline of [`SimGrid::rank_calls`] for the closure type of `_f`.
+fn run_once<F: FnOnce()>(_f: &Option<F>) -> extern "C-unwind" fn(*mut c_void) {
+    extern "C-unwind" fn call<F: FnOnce()>(arg: *mut c_void) {
+        // SAFETY: `arg` points to the `Option<F>` of `rank_calls`, alive during the call.
+        if let Some(f) = unsafe { &mut *arg.cast::<Option<F>>() }.take() {
+            f();
         }
     }
+    call::<F>
 }
 
 // SAFETY: function pointers and the address of a process-wide variable.
