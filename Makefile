@@ -113,7 +113,7 @@ capi-smpi: capi smpi
 $(SMPI_LIB): crates/tca/smpi/glue/hooks.cpp crates/tca/smpi/c/mpi_gpu.c crates/tca/smpi/include/tca-smpi-mpi.h target/release/libtca.so
 	@mkdir -p target/smpi
 	g++ -std=c++17 -O2 -fPIC -c crates/tca/smpi/glue/hooks.cpp -o target/smpi/hooks.o
-	smpicc -O2 -fPIC -c crates/tca/smpi/c/mpi_gpu.c -o target/smpi/mpi_gpu.o
+	smpicc -O2 -fPIC -fexceptions -c crates/tca/smpi/c/mpi_gpu.c -o target/smpi/mpi_gpu.o
 	g++ -shared -o $@ target/smpi/hooks.o target/smpi/mpi_gpu.o -Ltarget/release -Wl,-rpath,'$$ORIGIN' -ltca -lsimgrid
 
 # libtca.so (target/release), tca-api.h (crates/tca/capi/include), tca.pc (target/release/pkgconfig);

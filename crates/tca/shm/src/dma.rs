@@ -208,16 +208,13 @@ impl Inner {
         if r.is_ok() {
             self.wait_carried(channel);
         }
-        // A failure kept for this wait ends with it: it is the wait's error unless the wait
-        // failed on its own.
+        // A failure kept for this wait ends with it, as the wait's error: it tells of an earlier
+        // run whose bytes were not all written, which an error of the wait itself would hide.
         let kept = match failed.load(Ordering::Acquire) {
             0 => None,
             _ => TcaError::from_code(failed.swap(0, Ordering::AcqRel)),
         };
-        match (r, kept) {
-            (Ok(()), Some(e)) => Err(e),
-            (r, _) => r,
-        }
+        kept.map_or(r, Err)
     }
 
     /// Waits for and consumes one notification (slot, tag) from `h.node`

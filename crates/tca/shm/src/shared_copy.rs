@@ -31,9 +31,10 @@ use tca_proto::{TcaError, TcaResult, Write};
 pub const SHARE_MIN: u64 = 32 * 1024;
 
 /// Where a shared write is split, per size class of a destination: the writer copies the
-/// first `part / 64` of it. It starts at half and moves by 1/64 after each share toward the
-/// point where both copies end together: up when the waiter was still copying as the writer
-/// finished its part, down when it had finished first. A receiver sees the offer some time
+/// first `part / 64` of it. It starts at half and moves by 1/64 after each write offered
+/// toward the point where both copies end together: up when the waiter was still copying as
+/// the writer finished its part (or had not taken the offer), down when it had finished first;
+/// a share that fails or is refused leaves it. A receiver sees the offer some time
 /// after it is made, so an even split leaves the writer waiting; moving the boundary a line at
 /// a time keeps nearly every cache line with the CPU that wrote it the time before.
 #[derive(Debug)]
@@ -59,12 +60,13 @@ impl Split {
         (len * u64::from(self.class(len).load(Ordering::Relaxed)) / 64) & !63
     }
 
-    /// After a share of `len` bytes: the waiter was still copying when the writer finished
-    /// its part (`waiter_busy`), or had finished.
-    fn adjust(&self, len: u64, waiter_busy: bool) {
+    /// After a write of `len` bytes: a step toward the writer (the waiter was still copying
+    /// when the writer finished its part, or did not take the offer in that time), else toward
+    /// the waiter (it had finished first).
+    fn adjust(&self, len: u64, toward_writer: bool) {
         let part = self.class(len);
         let p = part.load(Ordering::Relaxed);
-        part.store(if waiter_busy { (p + 1).min(56) } else { p.saturating_sub(1).max(8) }, Ordering::Relaxed);
+        part.store(if toward_writer { (p + 1).min(56) } else { p.saturating_sub(1).max(8) }, Ordering::Relaxed);
     }
 }
 
@@ -142,7 +144,7 @@ impl Inner {
         let done = match (src, dst) {
             (Some(s), Some(d)) => {
                 // SAFETY: both ranges lie inside mapped heaps (checked by `ptr`); the writer
-                // copies only the other half while the share is taken.
+                // copies only the other part while the share is taken.
                 unsafe { std::ptr::copy(s, d, len as usize) };
                 state::COPIED
             }
@@ -217,15 +219,16 @@ impl Inner {
         let copied =
             match share.state.compare_exchange(state::OFFERED, state::IDLE, Ordering::Acquire, Ordering::Acquire) {
                 Ok(_) => {
+                    // Nobody took it while the head was copied: a longer head leaves a late
+                    // waiter more time next time.
+                    split.adjust(w.len, true);
                     copy_tail();
                     Ok(())
                 }
                 Err(taken) => {
-                    if taken != state::REFUSED {
-                        split.adjust(w.len, taken == state::TAKEN);
-                    }
                     match self.wait_share(share, peer) {
                         ShareEnd::Copied => {
+                            split.adjust(w.len, taken == state::TAKEN);
                             share.state.store(state::IDLE, Ordering::Relaxed);
                             Ok(())
                         }

@@ -190,10 +190,11 @@ impl SmpiJob {
     /// [`Self::release`] by a rank, which SimGrid may kill meanwhile.
     fn release_by_rank(&self, sems: Vec<Opaque>) -> Result<(), FabricError> {
         if self.sg.rank_calls(|| self.release(sems)) {
-            Ok(())
-        } else {
-            Err(crate::killed())
+            return Ok(());
         }
+        // The model's semaphore may be among those left: let the next rank poke it.
+        self.lock().model_poked = false;
+        Err(crate::killed())
     }
 
     /// The model actor's loop (see the module documentation).
