@@ -39,9 +39,17 @@ static void stale_handles(int me, int n)
     EXPECT(tcaMalloc((void **)&a, 4096, tcaMemoryCPU), TCA_SUCCESS);
     EXPECT(tcaMalloc((void **)&b, 4096, tcaMemoryCPU), TCA_SUCCESS);
     EXPECT(tcaMalloc((void **)&src, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&ha, a, 4096, tcaMemoryGPU), TCA_ERROR_MEMORY_TYPE_MISMATCH);
     EXPECT(tcaCreateHandle(&ha, a, 4096, tcaMemoryCPU), TCA_SUCCESS);
     EXPECT(tcaCreateHandle(&hb, b, 4096, tcaMemoryCPU), TCA_SUCCESS);
     EXPECT(tcaCreateHandle(&hs, src, 4096, tcaMemoryCPU), TCA_SUCCESS);
+    uint8_t *g;
+    tcaHandle hg;
+    EXPECT(tcaMalloc((void **)&g, 4096, tcaMemoryGPU), TCA_SUCCESS);
+    EXPECT(tcaCreateHandle(&hg, g + 64, 64, tcaMemoryCPU), TCA_ERROR_MEMORY_TYPE_MISMATCH);
+    EXPECT(tcaCreateHandle(&hg, g + 64, 64, tcaMemoryGPU), TCA_SUCCESS);
+    EXPECT(tcaDestroyHandle(&hg), TCA_SUCCESS);
+    EXPECT(tcaFree(g, tcaMemoryGPU), TCA_SUCCESS);
     EXPECT(tcaAllgather(&ha, as, sizeof(tcaHandle)), TCA_SUCCESS);
     EXPECT(tcaAllgather(&hb, bs, sizeof(tcaHandle)), TCA_SUCCESS);
     int next = (me + 1) % n;
@@ -536,7 +544,7 @@ int main(void)
     EXPECT(tcaMalloc(&p, 4096, tcaMemoryGPU), TCA_SUCCESS);
     char stack[64];
     EXPECT(tcaCreateHandle(&h, stack, sizeof stack, tcaMemoryCPU), TCA_ERROR_INVALID_HANDLE);
-    EXPECT(tcaCreateHandle(&h, p, 8192, tcaMemoryCPU), TCA_ERROR_INVALID_HANDLE);
+    EXPECT(tcaCreateHandle(&h, p, 8192, tcaMemoryGPU), TCA_ERROR_INVALID_HANDLE);
     EXPECT(tcaCreateHandle(NULL, p, 64, tcaMemoryCPU), TCA_ERROR_INVALID_ARGUMENT);
     EXPECT(tcaCreateHandle(&h, p, 4096, tcaMemoryGPU), TCA_SUCCESS);
     EXPECT(tcaFree(stack, tcaMemoryCPU), TCA_ERROR_INVALID_HANDLE);

@@ -15,6 +15,8 @@
  *   abort-in-cuda   the same, rank 0 copying SIZE bytes to its GPU again and again (cudaMemcpy)
  *   abort-in-coll   the same, rank 0 in tcaCollAllgather
  *   unfinalized     both ranks return from main without tcaFinalize
+ *   gpus            prints the GPU count cudaGetDeviceCount gave before MPI_Init
+ *   reinit          tcaInit after tcaFinalize: the rank stays out of the job (as on shm)
  *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
 #include <cuda_runtime.h>
@@ -36,6 +38,9 @@
 
 int main(int argc, char** argv)
 {
+  /* As MVAPICH2-GDR programs do: count the GPUs before MPI_Init (to pick one). */
+  int gpus = -1;
+  cudaError_t counted = cudaGetDeviceCount(&gpus);
   MPI_Init(&argc, &argv);
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -89,6 +94,20 @@ int main(int argc, char** argv)
   }
   if (strcmp(what, "unfinalized") == 0) {
     CHECK(tcaBarrier());
+    MPI_Finalize();
+    return 0;
+  }
+  if (strcmp(what, "gpus") == 0) {
+    printf("rank %d: %d GPUs before MPI_Init (%s)\n", me, gpus, cudaGetErrorName(counted));
+    CHECK(tcaFinalize());
+    MPI_Finalize();
+    return 0;
+  }
+  if (strcmp(what, "reinit") == 0) {
+    CHECK(tcaFinalize());
+    tcaresult again = tcaInit();
+    void* p;
+    printf("rank %d: tcaInit again %d, tcaMalloc %d\n", me, again, tcaMalloc(&p, 64, tcaMemoryCPU));
     MPI_Finalize();
     return 0;
   }

@@ -161,6 +161,21 @@ def test_mpi_calls_leave_the_last_cuda_error_alone(program):
     assert "rank 1: got 0, last CUDA error cudaSuccess" in out.stdout, out.stdout
 
 
+def test_the_gpus_are_counted_before_mpi_init(program):
+    out = run(program, "gpus")
+    assert out.returncode == 0, out.stdout + out.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: 4 GPUs before MPI_Init (cudaSuccess)" in out.stdout, out.stdout
+
+
+def test_a_rank_that_finalized_cannot_join_again(program):
+    out = run(program, "reinit")
+    assert out.returncode == 0, out.stdout + out.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: tcaInit again 11, tcaMalloc 11" in out.stdout, out.stdout
+    assert "cannot join the TCA job again" in out.stderr
+
+
 def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):
     out = run(program, "mixed")
     assert out.returncode == 3, out.stdout + out.stderr

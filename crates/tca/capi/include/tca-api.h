@@ -62,7 +62,7 @@ typedef int tcaresult;
 #define TCA_ERROR_INVALID_ARGUMENT 100      /* a NULL pointer or negative number (C ABI only) */
 #define TCA_ERROR_INTERNAL 101              /* a bug in the library, reported instead of a crash */
 #define TCA_ERROR_UNKNOWN_FABRIC 102        /* TCA_FABRIC names no fabric of this process */
-#define TCA_ERROR_MEMORY_TYPE_MISMATCH 103  /* tcaFree with another type than the block's */
+#define TCA_ERROR_MEMORY_TYPE_MISMATCH 103  /* tcaFree or tcaCreateHandle with another type than the block's */
 #define TCA_ERROR_UNKNOWN_TAG 104           /* no tcaCreateDMADesc of this rank gave the tag */
 #define TCA_ERROR_DESTROYED_TAG 105         /* the tag's table was destroyed */
 #define TCA_ERROR_DESC_SLOT_OUT_OF_RANGE 106 /* descriptor slot < 0 or >= the table's entries */
@@ -157,7 +157,8 @@ tcaresult tcaMalloc(void **ptr, size_t size, tcaMemoryType type);
  * through it return TCA_ERROR_INVALID_HANDLE; so does a later tcaDestroyHandle of it). */
 tcaresult tcaFree(void *ptr, tcaMemoryType type);
 
-/* Registers size bytes at ptr (inside one tcaMalloc block). */
+/* Registers size bytes at ptr (inside one tcaMalloc block, of that type: else
+ * TCA_ERROR_MEMORY_TYPE_MISMATCH). */
 tcaresult tcaCreateHandle(tcaHandle *handle, void *ptr, size_t size, tcaMemoryType type);
 /* Unregisters a handle of this rank. Any rank's later write through it (tcaStartDMADesc of a
  * chain that uses it, tcaSetPIORegion, tcaSendPIO) returns TCA_ERROR_INVALID_HANDLE. */

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::panic::catch_unwind;
 use std::sync::Mutex;
-use tca_proto::fabric::PIO_REGION_BYTES;
+use tca_proto::fabric::{MemorySpace, PIO_REGION_BYTES};
 use tca_proto::{Desc, DmaMode, Fabric, Handle, MemoryType, PioRegion, TcaError, HANDLE_BYTES};
 
 /// `tcaHandle`: the 32-byte wire form of [`Handle`].
@@ -199,7 +199,16 @@ pub unsafe extern "C-unwind" fn tcaCreateHandle(
             return Err(CErr::Arg);
         }
         let mem = mem_type(mem)?;
-        let h = with_fabric(|f| Ok(f.create_handle(ptr as usize as u64, size as u64, mem)?))?;
+        let addr = ptr as usize as u64;
+        let h = with_fabric(|f| {
+            // The type must be the block's, as for tcaFree (pageable memory is the fabric's
+            // error below).
+            let space = f.pointer_info(addr)?.space;
+            if space != MemorySpace::Pageable && space.is_device() != (mem == MemoryType::Gpu) {
+                return Err(CErr::Abi(TCA_ERROR_MEMORY_TYPE_MISMATCH));
+            }
+            Ok(f.create_handle(addr, size as u64, mem)?)
+        })?;
         out.bytes = h.to_bytes();
         Ok(())
     })

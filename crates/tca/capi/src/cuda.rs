@@ -75,12 +75,16 @@ pub unsafe extern "C-unwind" fn tca_cuda_get_device(device: *mut c_int) -> c_int
     })
 }
 
-/// `cudaGetDeviceCount`: the GPUs of this rank's node (joins the job).
+/// `cudaGetDeviceCount`: the GPUs of this rank's node (joins the job; on the simulator before
+/// `MPI_Init`, the platform's GPUs per node without joining).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn tca_cuda_device_count(count: *mut c_int) -> c_int {
     run_nested(|| {
         let out = count.as_mut().ok_or(CErr::Arg)?;
-        let n = with_joined(|f| Ok(f.gpu_count()?))?;
+        let n = match tca_smpi::gpus_before_mpi_init() {
+            Some(n) if registry::chosen_name() == registry::SMPI => n,
+            _ => with_joined(|f| Ok(f.gpu_count()?))?,
+        };
         *out = c_int::try_from(n).map_err(|_| CErr::Tca(TcaError::TooLarge))?;
         Ok(())
     })

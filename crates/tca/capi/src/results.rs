@@ -33,7 +33,11 @@ pub const ABI_ERRORS: [(c_int, &str, &str); 7] = [
     (TCA_ERROR_INVALID_ARGUMENT, "TCA_ERROR_INVALID_ARGUMENT", "invalid argument (NULL pointer or negative number)"),
     (TCA_ERROR_INTERNAL, "TCA_ERROR_INTERNAL", "internal error in the TCA library"),
     (TCA_ERROR_UNKNOWN_FABRIC, "TCA_ERROR_UNKNOWN_FABRIC", "TCA_FABRIC names no fabric of this process"),
-    (TCA_ERROR_MEMORY_TYPE_MISMATCH, "TCA_ERROR_MEMORY_TYPE_MISMATCH", "memory type is not the block's (tcaFree)"),
+    (
+        TCA_ERROR_MEMORY_TYPE_MISMATCH,
+        "TCA_ERROR_MEMORY_TYPE_MISMATCH",
+        "memory type is not the block's (tcaFree, tcaCreateHandle)",
+    ),
     (TCA_ERROR_INVALID_OP, "TCA_ERROR_INVALID_OP", "reduction operator not defined for the data type"),
     (TCA_ERROR_COLL_MISMATCH, "TCA_ERROR_COLL_MISMATCH", "ranks called the collective with different arguments"),
     (

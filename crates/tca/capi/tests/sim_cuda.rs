@@ -87,8 +87,10 @@ fn cuda_copies_move_the_data_and_take_the_pcie_time() {
         for (p, mem) in [(dev, GPU), (dev2, GPU), (pinned, CPU)] {
             assert_eq!(tca_cuda_free(p, mem), 0);
         }
-        assert_eq!(tca_cuda_pointer(dev, &mut kind, &mut device, &mut base, &mut size), 0);
-        assert_eq!(kind, 0, "a freed buffer is no longer device memory");
+        // A freed buffer's pointer is simulated memory outside any live buffer: refused, as
+        // CUDA refuses a device pointer outside an allocation.
+        let freed = tca_cuda_pointer(dev, &mut kind, &mut device, &mut base, &mut size);
+        assert_eq!(freed, TcaError::InvalidHandle.code(), "a freed buffer is no longer device memory");
         assert_eq!(tcaFinalize(), 0);
         t
     });

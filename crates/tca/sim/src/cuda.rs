@@ -4,7 +4,8 @@
 //!
 //! Pointers of the program are real pointers of this process ([`crate::memory`]): one inside a
 //! buffer of the rank's node is pinned host or GPU memory by the address the model gives it,
-//! any other is pageable memory of the program.
+//! one into the rest of the simulated window ([`crate::arena`]) is refused, any other is
+//! pageable memory of the program.
 
 use crate::world::World;
 use base::SimTime;
@@ -39,8 +40,16 @@ impl World {
     }
 
     /// Which memory `ptr`, a pointer of `node`'s program, points into.
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] for a pointer into simulated memory outside any live buffer
+    /// (past a buffer's end, or into a freed one), or into another node's buffer.
     pub(crate) fn pointer_info(&self, node: u16, ptr: u64) -> Result<PointerInfo, FabricError> {
         let Some((addr, start, size)) = self.memory.global_of(ptr) else {
+            if self.memory.in_window(ptr) {
+                let detail = format!("{ptr:#x} is simulated memory outside any live buffer (freed, or past its end)");
+                return Err(FabricError::with_detail(TcaError::InvalidHandle, detail));
+            }
             return Ok(PointerInfo::pageable(ptr));
         };
         self.check_owner(node, ptr, addr)?;

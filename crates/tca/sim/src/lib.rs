@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod actions;
+mod arena;
 mod copy_time;
 mod cuda;
 pub mod experiment;

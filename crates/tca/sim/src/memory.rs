@@ -13,6 +13,7 @@
 //! 16-rank allgather of docs/sim-c.md ran 1.18x slower. [`Memory::publish`] makes them visible
 //! to other threads before a rank runs again.
 
+use crate::arena::Arena;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
@@ -26,11 +27,12 @@ pub(crate) const ALIGN: usize = 4096;
 /// `cudaMalloc` cost a quarter of a second of wall time).
 const MAPPED_FROM: usize = 1 << 20;
 
-/// One allocation.
+/// One allocation: its own, or a part of the window's mapping ([`Arena`]).
 #[derive(Debug)]
 struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
+    own: bool,
 }
 
 impl Buffer {
@@ -61,7 +63,7 @@ impl Buffer {
             // SAFETY: the layout has a non-zero size.
             unsafe { alloc_zeroed(Buffer::layout(len)?) }
         };
-        Some(Buffer { ptr: NonNull::new(ptr)?, len })
+        Some(Buffer { ptr: NonNull::new(ptr)?, len, own: true })
     }
 
     /// Gives the memory back.
@@ -88,6 +90,8 @@ pub struct Memory {
     by_ptr: BTreeMap<usize, u64>,
     /// A copy since the last [`Memory::publish`] used streaming stores.
     streamed: bool,
+    /// The window mapped whole, where the kernel allowed it: buffers inside it lie there.
+    arena: Option<Arena>,
 }
 
 // SAFETY: the buffers are owned by the map (allocated in `add`, freed in `remove` or drop);
@@ -95,11 +99,30 @@ pub struct Memory {
 unsafe impl Send for Memory {}
 
 impl Memory {
+    /// Memory whose buffers of the window `[start, start + len)` lie in one mapping of it
+    /// ([`Arena`]), or each on its own where the kernel refuses that mapping.
+    pub fn with_window(start: u64, len: u64) -> Memory {
+        let mut m = Memory::default();
+        m.arena = Arena::map(start, len);
+        m
+    }
+
+    /// Whether `ptr` points into the window's mapping: simulated memory, whether a live
+    /// buffer holds it or not (false where each buffer is backed on its own).
+    pub fn in_window(&self, ptr: u64) -> bool {
+        self.arena.as_ref().is_some_and(|a| a.holds(ptr))
+    }
+
     /// Adds a zeroed buffer of `len` bytes (at least one) at global address `addr`; returns
     /// its pointer, or `None` when the process has no memory for it.
     pub fn add(&mut self, addr: u64, len: u64) -> Option<u64> {
         let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
-        let buffer = Buffer::zeroed(len)?;
+        let in_arena = self.arena.as_ref().and_then(|a| a.ptr(addr, len as u64));
+        let buffer = match in_arena {
+            // Zero: never written, or cleared when its last buffer was removed.
+            Some(ptr) => Buffer { ptr, len, own: false },
+            None => Buffer::zeroed(len)?,
+        };
         let ptr = buffer.ptr;
         self.by_ptr.insert(ptr.as_ptr() as usize, addr);
         if let Some(old) = self.buffers.insert(addr, buffer) {
@@ -111,6 +134,12 @@ impl Memory {
 
     fn release(&mut self, b: Buffer) {
         self.by_ptr.remove(&(b.ptr.as_ptr() as usize));
+        if !b.own {
+            if let Some(a) = &self.arena {
+                a.clear(b.ptr, b.len);
+            }
+            return;
+        }
         // SAFETY: allocated in `add` and removed from the maps.
         unsafe { b.release() };
     }

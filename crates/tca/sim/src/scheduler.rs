@@ -170,6 +170,11 @@ impl Scheduler {
         }
     }
 
+    /// Whether `rank` has finished (`tcaFinalize`).
+    pub fn has_finished(&self, rank: u32) -> bool {
+        matches!(self.slots.get(rank as usize), Some(Slot::Finished))
+    }
+
     /// Whether every rank has finished.
     pub fn all_finished(&self) -> bool {
         self.slots.iter().all(|s| matches!(s, Slot::Finished))

@@ -249,11 +249,13 @@ impl World {
         let gpus = platform.gpu.sockets.len();
         let (host_bytes, gpu_bytes) = (cluster.address_map().host_bytes, cluster.address_map().gpu_bytes);
         let host_start = (RESERVED + channels * table_bytes).min(host_bytes);
+        let map = cluster.address_map();
+        let memory = Memory::with_window(map.base, map.node_bytes * u64::from(map.max_nodes));
         Ok(World {
             platform: platform.clone(),
             cluster,
             engines,
-            memory: Memory::default(),
+            memory,
             alloc: (0..nodes)
                 .map(|_| Allocator {
                     host: Heap::new(host_start, host_bytes - host_start, ALIGN),

@@ -132,3 +132,36 @@ fn pio_and_handle_sizes_are_checked_as_on_the_shm_fabric() {
     })
     .unwrap();
 }
+
+/// A pointer into simulated memory outside any live buffer (just past a GPU buffer, into a
+/// freed one) is refused by `cudaMemcpy`, as CUDA refuses a device pointer outside an
+/// allocation; before, it was taken for the program's own memory and the copy wrote over the
+/// process's allocator. A buffer handed out again reads as zero.
+#[test]
+fn copies_outside_live_buffers_are_refused() {
+    use tca_proto::fabric::CopyKind;
+    tca_sim::run(&platform(), 1, |r: &SimRank| {
+        let src = [7u8; 16];
+        let s = src.as_ptr() as u64;
+        let d = r.malloc(256, MemoryType::Gpu).unwrap();
+        let kinds = [CopyKind::Default, CopyKind::HostToDevice];
+        for (dst, kind) in [(d + 256, kinds[0]), (d + 256, kinds[1]), (d + 256 + 4096, kinds[0])] {
+            // SAFETY: `src` has 16 bytes; the destinations are simulated memory, checked.
+            let e = unsafe { r.memcpy(dst, s, 16, kind) }.unwrap_err();
+            assert_eq!(e.error, TcaError::InvalidHandle, "{dst:#x} ({kind:?})");
+        }
+        // SAFETY: as above, 16 bytes inside the buffer.
+        unsafe { r.memcpy(d, s, 16, CopyKind::Default) }.unwrap();
+        r.free(d).unwrap();
+        // SAFETY: as above.
+        let e = unsafe { r.memcpy(d, s, 16, CopyKind::Default) }.unwrap_err();
+        assert_eq!(e.error, TcaError::InvalidHandle, "into the freed buffer");
+        let again = r.malloc(256, MemoryType::Gpu).unwrap();
+        assert_eq!(again, d, "the same place");
+        let mut back = [1u8; 16];
+        // SAFETY: 16 bytes inside the buffer, into `back`.
+        unsafe { r.memcpy(back.as_mut_ptr() as u64, again, 16, CopyKind::Default) }.unwrap();
+        assert_eq!(back, [0; 16], "a buffer handed out again is zero");
+    })
+    .unwrap();
+}

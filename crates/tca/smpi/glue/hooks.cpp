@@ -63,6 +63,14 @@ struct Hooks {
 // libsimgrid in the program's libraries; MPI's profiling interface): noted, then PMPI_Abort.
 extern "C" int MPI_Abort(MPI_Comm comm, int code)
 {
+  int initialized = 0;
+  PMPI_Initialized(&initialized);
+  if (!initialized) {
+    // SMPI's would only warn and return; an abort ends the run.
+    std::fprintf(stderr, "tca: MPI_Abort with error code %d before MPI_Init\n", code);
+    std::fflush(nullptr);
+    std::_Exit(code > 0 && code < 256 ? code : 1);
+  }
   if (!first_abort.called) {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -142,11 +142,17 @@ impl SmpiJob {
         format!("at {at}: {}", st.scheduler.describe(&outside))
     }
 
-    /// Rank `rank` runs as SimGrid actor `pid`.
-    pub(crate) fn joined(&self, rank: u32, pid: i64) {
-        if let Some(a) = self.lock().actors.get_mut(rank as usize) {
+    /// Rank `rank` joins as SimGrid actor `pid`; a rank that called `tcaFinalize` cannot.
+    pub(crate) fn join(&self, rank: u32, pid: Option<i64>) -> Result<(), FabricError> {
+        let mut st = self.lock();
+        if st.scheduler.has_finished(rank) {
+            let detail = "this rank called tcaFinalize: it cannot join the TCA job again";
+            return Err(FabricError::with_detail(tca_proto::TcaError::NotInitialized, detail));
+        }
+        if let (Some(a), Some(pid)) = (st.actors.get_mut(rank as usize), pid) {
             *a = Some(pid);
         }
+        Ok(())
     }
 
     /// SimGrid actor `pid` ended; if it is a rank's, that rank left `main` (a rank that called

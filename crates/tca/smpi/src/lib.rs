@@ -162,9 +162,7 @@ pub fn join() -> FabricResult<SimRank> {
             }
         }
     };
-    if let Some(pid) = caller() {
-        job.joined(rank, pid);
-    }
+    job.join(rank, caller())?;
     SimRank::new(job, rank)
 }
 
@@ -174,6 +172,20 @@ pub fn actor_ended(pid: i64) {
     if let Some(job) = JOB.lock().unwrap_or_else(|e| e.into_inner()).clone() {
         job.actor_ended(pid);
     }
+}
+
+/// The GPUs of a node of the platform, for `cudaGetDeviceCount` before `MPI_Init` (programs
+/// for MVAPICH2-GDR pick their GPU first), when the rank cannot join the job yet; `None`
+/// outside SimGrid or once MPI is initialised.
+pub fn gpus_before_mpi_init() -> Option<u32> {
+    let sg = simgrid::simgrid()?;
+    let mut init: c_int = 0;
+    // SAFETY: an SMPI call with a valid out-pointer.
+    unsafe { (sg.mpi_initialized)(&mut init) };
+    if init != 0 {
+        return None;
+    }
+    load_platform().ok().and_then(|p| u32::try_from(p.gpu.sockets.len()).ok())
 }
 
 /// SimGrid's simulation ended: the job writes its trace and statistics if its ranks did not
