@@ -50,8 +50,9 @@ fn config() -> Result<Config, CErr> {
             Ok(ch) if !ch.is_empty() && ch.iter().all(|&x| usize::from(x) < CHANNELS) => c.channels = ch,
             _ => {
                 use std::io::Write;
+                let last = CHANNELS - 1;
                 let line =
-                    format!("tcaColl: TCA_COLL_CHANNELS={v:?}: a comma-separated list of channels 0..{CHANNELS}\n");
+                    format!("tcaColl: TCA_COLL_CHANNELS={v:?}: a comma-separated list of channels 0 to {last}\n");
                 let _ = std::io::stderr().write_all(line.as_bytes());
                 return Err(CErr::Arg);
             }

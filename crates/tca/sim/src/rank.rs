@@ -170,7 +170,11 @@ impl Fabric for SimRank {
         Ok(())
     }
 
-    fn wait_pio(&self, handle: &Handle, offset: u64, expected: &[u8], _peer: Option<u16>) -> FabricResult<()> {
+    fn wait_pio(&self, handle: &Handle, offset: u64, expected: &[u8], peer: Option<u16>) -> FabricResult<()> {
+        // A peer outside the job is an error even when the value is there already, as on shm.
+        if peer.is_some_and(|p| u32::from(p) >= self.job.ranks()) {
+            return Err(TcaError::InvalidNode.into());
+        }
         self.unit(Op::WaitValue { handle: *handle, offset, bytes: expected.to_vec() })
     }
 

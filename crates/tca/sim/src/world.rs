@@ -108,6 +108,8 @@ impl Op {
             Op::WaitDmac { channel } => format!("tcaWaitDMAC(channel {channel})"),
             Op::DescSet { channel, .. } => format!("tcaDescSet(channel {channel}) until the channel's run is over"),
             Op::WaitRecv { handle, slot, tag } => {
+                // The tag as the C program wrote it (an int).
+                let tag = *tag as i32;
                 format!("tcaWaitDMARecvDesc(handle of node {}, slot {slot}, tag {tag})", handle.node)
             }
             Op::WaitValue { handle, offset, bytes } => {

@@ -129,6 +129,9 @@ fn pio_and_handle_sizes_are_checked_as_on_the_shm_fabric() {
         r.send_pio(&region, 0, &[1, 2, 3, 4]).unwrap();
         r.send_pio_commit().unwrap();
         r.wait_pio(&h, 0, &[1, 2, 3, 4], None).unwrap();
+        r.wait_pio(&h, 0, &[1, 2, 3, 4], Some(0)).unwrap();
+        let e = r.wait_pio(&h, 0, &[1, 2, 3, 4], Some(1)).unwrap_err();
+        assert_eq!(e.error, TcaError::InvalidNode, "a peer outside the job, the value there already");
     })
     .unwrap();
 }
