@@ -28,21 +28,7 @@ impl Arena {
     pub(crate) fn map(start: u64, len: u64) -> Option<Arena> {
         let bytes = usize::try_from(len).ok().filter(|&b| b > 0)?;
         start.checked_add(len)?;
-        // SAFETY: an anonymous private mapping of a new range; no existing memory is touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return None;
-        }
-        Some(Arena { base: NonNull::new(p.cast())?, start, len })
+        Some(Arena { base: map_zeroed(bytes)?, start, len })
     }
 
     /// Where `[addr, addr + len)` of the window lies in this process, if inside the window.
@@ -78,6 +64,26 @@ impl Arena {
             }
         }
     }
+}
+
+/// `bytes` (> 0) of new zero pages, backed as they are written (`MAP_NORESERVE`); `None` when
+/// the kernel refuses.
+pub(crate) fn map_zeroed(bytes: usize) -> Option<NonNull<u8>> {
+    // SAFETY: an anonymous private mapping of a new range; no existing memory is touched.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    NonNull::new(p.cast())
 }
 
 impl Drop for Arena {

@@ -43,22 +43,7 @@ impl Buffer {
     /// A zeroed allocation of `len` (> 0) bytes aligned to [`ALIGN`].
     fn zeroed(len: usize) -> Option<Buffer> {
         let ptr = if len >= MAPPED_FROM {
-            // SAFETY: an anonymous private mapping of a new range; no existing memory is
-            // touched.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return None;
-            }
-            p.cast()
+            crate::arena::map_zeroed(len)?.as_ptr()
         } else {
             // SAFETY: the layout has a non-zero size.
             unsafe { alloc_zeroed(Buffer::layout(len)?) }
@@ -124,11 +109,12 @@ impl Memory {
             None => Buffer::zeroed(len)?,
         };
         let ptr = buffer.ptr;
-        self.by_ptr.insert(ptr.as_ptr() as usize, addr);
         if let Some(old) = self.buffers.insert(addr, buffer) {
-            // The model handed out an address twice: keep the new buffer, free the old one.
+            // The model handed out an address twice: keep the new buffer, free the old one
+            // (first: in the window both have the same pointer).
             self.release(old);
         }
+        self.by_ptr.insert(ptr.as_ptr() as usize, addr);
         Some(ptr.as_ptr() as u64)
     }
 
@@ -324,5 +310,27 @@ mod tests {
         assert!(m.remove(1 << 40));
         assert_eq!(m.global_of(p), None);
         assert_eq!(m.add(5, 0), None, "no empty buffers");
+    }
+
+    /// In the window's mapping: buffers lie at their address in it, a pointer past one or into
+    /// a freed one is in the window but in no buffer, memory handed out again is zero, and an
+    /// address handed out twice keeps the new buffer findable by its pointer.
+    #[test]
+    fn buffers_in_the_window_lie_at_their_address() {
+        const BASE: u64 = 1 << 40;
+        let mut m = Memory::with_window(BASE, 1 << 30);
+        let p = m.add(BASE + 8192, 4096).unwrap();
+        let q = m.add(BASE + 16384, 4096).unwrap();
+        assert_eq!(q - p, 8192, "the window's layout");
+        assert!(m.write(BASE + 8192, &[9; 16]));
+        assert_eq!(m.global_of(p + 4096), None);
+        assert!(m.in_window(p + 4096), "past the end: simulated memory all the same");
+        assert!(!m.in_window(&m as *const Memory as u64), "the program's own memory");
+        assert!(m.remove(BASE + 8192));
+        assert!(m.in_window(p) && m.global_of(p).is_none());
+        assert_eq!(m.add(BASE + 8192, 4096), Some(p));
+        assert_eq!(m.read(BASE + 8192, 16), Some(vec![0; 16]), "zero when handed out again");
+        assert_eq!(m.add(BASE + 8192, 4096), Some(p), "twice");
+        assert_eq!(m.global_of(p + 1), Some((BASE + 8193, BASE + 8192, 4096)));
     }
 }
