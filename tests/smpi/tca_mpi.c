@@ -17,6 +17,8 @@
  *   unfinalized     both ranks return from main without tcaFinalize
  *   gpus            prints the GPU count cudaGetDeviceCount gave before MPI_Init
  *   reinit          tcaInit after tcaFinalize: the rank stays out of the job (as on shm)
+ *   gone            rank 1 stores 1 into rank 0's flag word by PIO and finalizes at once; rank
+ *                   0 waits for 1 (the store is still on the way: it lands), then for 2
  *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
 #include <cuda_runtime.h>
@@ -127,7 +129,7 @@ int main(int argc, char** argv)
     return 0;
   }
 
-  if (strcmp(what, "pio") == 0) {
+  if (strcmp(what, "pio") == 0 || strcmp(what, "gone") == 0) {
     /* The flag word at 0, the payload from 64. */
     char* pbuf;
     CHECK(tcaMalloc((void**)&pbuf, 64 + size, tcaMemoryCPU));
@@ -138,6 +140,21 @@ int main(int argc, char** argv)
     tcaPIOHandle pio;
     CHECK(tcaSetPIORegion(&pio, &pall[peer], 0, 64 + size));
     MPI_Barrier(MPI_COMM_WORLD);
+    if (strcmp(what, "gone") == 0) {
+      if (me == 1) {
+        uint32_t one = 1;
+        CHECK(tcaSendPIO(&pio, 0, &one, 4));
+        CHECK(tcaSendPIOCommit());
+        CHECK(tcaFinalize());
+      } else {
+        tcaresult first = tcaWaitPIO(&ph, 0, 1, peer);
+        tcaresult second = tcaWaitPIO(&ph, 0, 2, peer);
+        printf("rank 0: wait for 1: %s; wait for 2: %s\n", tcaGetErrorString(first), tcaGetErrorString(second));
+        CHECK(tcaFinalize());
+      }
+      MPI_Finalize();
+      return 0;
+    }
     double t0 = MPI_Wtime();
     for (uint32_t seq = 1; seq <= (uint32_t)iters; seq++) {
       for (int turn = 0; turn < 2; turn++) {

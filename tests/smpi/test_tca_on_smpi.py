@@ -176,6 +176,12 @@ def test_a_rank_that_finalized_cannot_join_again(program):
     assert "cannot join the TCA job again" in out.stderr
 
 
+def test_a_wait_for_a_value_fails_once_its_writer_has_finalized(program):
+    out = run(program, "gone")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "rank 0: wait for 1: success; wait for 2: peer node is dead" in out.stdout, out.stdout
+
+
 def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):
     out = run(program, "mixed")
     assert out.returncode == 3, out.stdout + out.stderr

@@ -45,7 +45,7 @@ pub(crate) enum Pending {
     Notify(Notify),
     ProxyDone { node: u16, done: ProxyDone },
     ChannelDone { node: u16, channel: u8 },
-    Pio { dst: u64, bytes: Vec<u8> },
+    Pio { from: u16, dst: u64, bytes: Vec<u8> },
     ProxyRequest { node: u16, request: ProxyRequest },
     Interrupt { node: u16 },
     InterruptServed { node: u16 },
@@ -181,7 +181,7 @@ impl World {
 
     fn pio_landed(&mut self, at: SimTime, id: u64, offset: u64, len: u64) -> Result<(), FabricError> {
         match self.pending.get(id) {
-            Pending::Pio { dst, bytes } => {
+            Pending::Pio { dst, bytes, .. } => {
                 let (dst, last) = (*dst, offset + len == bytes.len() as u64);
                 let piece = bytes[offset as usize..(offset + len) as usize].to_vec();
                 self.memory.write(dst + offset, &piece);
@@ -228,6 +228,21 @@ impl PendingTable {
                 self.slots.len() as u64 - 1
             }
         }
+    }
+
+    /// Whether something of `node`'s is still on the way: data, a status word or a PIO store
+    /// it sent, or a proxy request, proxy answer or interrupt for it.
+    pub(crate) fn any_of(&self, node: u16) -> bool {
+        self.slots.iter().flatten().any(|p| match p {
+            Pending::Write { node: n, .. }
+            | Pending::ProxyDone { node: n, .. }
+            | Pending::ChannelDone { node: n, .. }
+            | Pending::Pio { from: n, .. }
+            | Pending::ProxyRequest { node: n, .. }
+            | Pending::Interrupt { node: n }
+            | Pending::InterruptServed { node: n } => *n == node,
+            Pending::Notify(notify) => notify.src_node == node || notify.dst_node == node,
+        })
     }
 
     fn get(&self, id: u64) -> &Pending {

@@ -175,7 +175,7 @@ impl Fabric for SimRank {
         if peer.is_some_and(|p| u32::from(p) >= self.job.ranks()) {
             return Err(TcaError::InvalidNode.into());
         }
-        self.unit(Op::WaitValue { handle: *handle, offset, bytes: expected.to_vec() })
+        self.unit(Op::WaitValue { handle: *handle, offset, bytes: expected.to_vec(), peer })
     }
 
     fn barrier(&self) -> FabricResult<()> {

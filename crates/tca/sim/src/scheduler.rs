@@ -166,6 +166,8 @@ impl Scheduler {
         if let Some(slot) = self.slots.get_mut(rank as usize) {
             *slot = Slot::Finished;
             self.collectives_dirty = true;
+            // Waits on this rank look again.
+            self.world.changes += 1;
             self.recount();
         }
     }
@@ -218,7 +220,24 @@ impl Scheduler {
                 }
             }
         }
+        self.fail_waits_on_finalized_peers();
         self.recount();
+    }
+
+    /// A wait for a value whose writer has finalized fails once nothing of the writer's is
+    /// still on the way, as on shm, where it fails once the writer has left the job.
+    fn fail_waits_on_finalized_peers(&mut self) {
+        for node in 0..self.slots.len() {
+            let Slot::Waiting { wait: Wait::Value { peer: Some(p), .. }, deadline: None, .. } = &self.slots[node]
+            else {
+                continue;
+            };
+            let p = *p;
+            if self.has_finished(u32::from(p)) && !self.world.pending.any_of(p) {
+                let detail = format!("rank {p} finalized before the value arrived");
+                self.slots[node] = Slot::Ready(Err(FabricError::with_detail(TcaError::PeerDead, detail)));
+            }
+        }
     }
 
     /// Takes the earliest deadline and the ready answers again after slots changed.

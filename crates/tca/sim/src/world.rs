@@ -86,10 +86,14 @@ pub enum Op {
         offset: u64,
         bytes: Vec<u8>,
     },
+    /// Wait until the bytes at `offset` of this rank's `handle` equal `bytes`; `peer`, when
+    /// given, is the rank expected to store them (the wait fails once it has finalized and
+    /// nothing it sent is still on the way).
     WaitValue {
         handle: Handle,
         offset: u64,
         bytes: Vec<u8>,
+        peer: Option<u16>,
     },
     Compute {
         duration: SimTime,
@@ -112,7 +116,7 @@ impl Op {
                 let tag = *tag as i32;
                 format!("tcaWaitDMARecvDesc(handle of node {}, slot {slot}, tag {tag})", handle.node)
             }
-            Op::WaitValue { handle, offset, bytes } => {
+            Op::WaitValue { handle, offset, bytes, .. } => {
                 format!("data at offset {offset} of a node-{} buffer to become {bytes:02x?}", handle.node)
             }
             Op::Barrier => "tcaBarrier".into(),
@@ -156,6 +160,7 @@ pub(crate) enum Wait {
     Value {
         addr: u64,
         bytes: Vec<u8>,
+        peer: Option<u16>,
     },
     Collective,
     /// `tcaDescSet` on a running channel: the chain is set once the run is over and the
@@ -430,13 +435,13 @@ impl World {
                     return done(Reply::Unit);
                 }
                 let len = bytes.len() as u64;
-                let id = self.pending.insert(Pending::Pio { dst: addr, bytes });
+                let id = self.pending.insert(Pending::Pio { from: node, dst: addr, bytes });
                 self.pio(u32::from(node), addr, len, id)?;
                 done(Reply::Unit)
             }
-            Op::WaitValue { handle, offset, bytes } => {
+            Op::WaitValue { handle, offset, bytes, peer } => {
                 let addr = self.own_addr(node, &handle, offset, bytes.len() as u64)?;
-                let w = Wait::Value { addr, bytes };
+                let w = Wait::Value { addr, bytes, peer };
                 Ok(match self.ready_at(&w) {
                     Some(Ok(_)) => Submitted::Done(Ok(Reply::Unit)),
                     _ => Submitted::Wait(w),
@@ -527,7 +532,7 @@ impl World {
                     Err(e) => Some(Err(e.into())),
                 }
             }
-            Wait::Value { addr, bytes } => {
+            Wait::Value { addr, bytes, .. } => {
                 (self.memory.read(*addr, bytes.len() as u64).as_deref() == Some(bytes)).then_some(Ok(self.now))
             }
             Wait::Collective => None,
