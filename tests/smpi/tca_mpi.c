@@ -17,8 +17,9 @@
  *   unfinalized     both ranks return from main without tcaFinalize
  *   gpus            prints the GPU count cudaGetDeviceCount gave before MPI_Init
  *   reinit          tcaInit after tcaFinalize: the rank stays out of the job (as on shm)
- *   gone            rank 1 stores 1 into rank 0's flag word by PIO and finalizes at once; rank
- *                   0 waits for 1 (the store is still on the way: it lands), then for 2
+ *   gone SIZE       rank 1 stores 1 into rank 0's flag word by PIO, starts a DMA of SIZE bytes
+ *                   with notification tag 7 to rank 0 and finalizes at once; rank 0 waits for
+ *                   1 and for tag 7 (both still on the way: they arrive), then for 2 and tag 8
  *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
 #include <cuda_runtime.h>
@@ -145,11 +146,18 @@ int main(int argc, char** argv)
         uint32_t one = 1;
         CHECK(tcaSendPIO(&pio, 0, &one, 4));
         CHECK(tcaSendPIOCommit());
+        tcaDesc* d = tcaDescNew();
+        CHECK(tcaDescSetMemcpy(d, &all[peer], 0, &h, 0, size, tcaDMANotify, 0, 7));
+        CHECK(tcaDescSet(d, 0));
+        CHECK(tcaStartDMADesc(0));
         CHECK(tcaFinalize());
       } else {
-        tcaresult first = tcaWaitPIO(&ph, 0, 1, peer);
-        tcaresult second = tcaWaitPIO(&ph, 0, 2, peer);
-        printf("rank 0: wait for 1: %s; wait for 2: %s\n", tcaGetErrorString(first), tcaGetErrorString(second));
+        tcaresult value = tcaWaitPIO(&ph, 0, 1, peer);
+        tcaresult notified = tcaWaitDMARecvDesc(&all[peer], 0, 7);
+        tcaresult value2 = tcaWaitPIO(&ph, 0, 2, peer);
+        tcaresult notified2 = tcaWaitDMARecvDesc(&all[peer], 0, 8);
+        printf("rank 0: wait for 1: %s; notification 7: %s\n", tcaGetErrorString(value), tcaGetErrorString(notified));
+        printf("rank 0: wait for 2: %s; notification 8: %s\n", tcaGetErrorString(value2), tcaGetErrorString(notified2));
         CHECK(tcaFinalize());
       }
       MPI_Finalize();

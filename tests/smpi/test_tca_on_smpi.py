@@ -5,6 +5,7 @@ named, and the same model as the thread-per-rank simulator (crates/tca/smpi)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -176,10 +177,39 @@ def test_a_rank_that_finalized_cannot_join_again(program):
     assert "cannot join the TCA job again" in out.stderr
 
 
-def test_a_wait_for_a_value_fails_once_its_writer_has_finalized(program):
-    out = run(program, "gone")
+GONE = (
+    "rank 0: wait for 1: success; notification 7: success",
+    "rank 0: wait for 2: peer node is dead; notification 8: peer node is dead",
+)
+
+
+def test_a_wait_on_a_rank_that_finalized_fails_once_its_data_arrived(program):
+    out = run(program, "gone", "65536")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "rank 0: wait for 1: success; wait for 2: peer node is dead" in out.stdout, out.stdout
+    for line in GONE:
+        assert line in out.stdout, out.stdout
+
+
+@pytest.mark.skipif(shutil.which("mpicc.openmpi") is None, reason="needs Open MPI (make mpi)")
+def test_the_shm_fabric_answers_a_wait_on_a_rank_that_finalized_the_same(tmp_path):
+    exe = tmp_path / "tca_mpi"
+    lib = cc.LIB
+    subprocess.run(
+        ["mpicc.openmpi", "-O2", str(HERE / "tca_mpi.c"), "-o", str(exe), *(f"-I{d}" for d in cc.INCLUDES)]
+        + [f"-L{lib}", f"-Wl,-rpath,{lib}", "-ltcacudart", "-ltca"],
+        check=True,
+    )
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "TCA_TIMEOUT_MS": "30000"}
+    out = subprocess.run(
+        ["mpirun.openmpi", "--oversubscribe", "-n", "2", str(exe), "gone", "65536"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    for line in GONE:
+        assert line in out.stdout, out.stdout
 
 
 def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):

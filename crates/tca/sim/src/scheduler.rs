@@ -224,17 +224,19 @@ impl Scheduler {
         self.recount();
     }
 
-    /// A wait for a value whose writer has finalized fails once nothing of the writer's is
-    /// still on the way, as on shm, where it fails once the writer has left the job.
+    /// A wait for a value or a notification whose sender has finalized fails once nothing of
+    /// the sender's is still on the way, as on shm, where it fails once the sender has left
+    /// the job.
     fn fail_waits_on_finalized_peers(&mut self) {
         for node in 0..self.slots.len() {
-            let Slot::Waiting { wait: Wait::Value { peer: Some(p), .. }, deadline: None, .. } = &self.slots[node]
-            else {
-                continue;
+            let Slot::Waiting { wait, deadline: None, .. } = &self.slots[node] else { continue };
+            let (peer, what) = match wait {
+                Wait::Value { peer: Some(p), .. } => (*p, "the value arrived"),
+                Wait::Recv { handle, .. } => (handle.node, "sending the notification"),
+                _ => continue,
             };
-            let p = *p;
-            if self.has_finished(u32::from(p)) && !self.world.pending.any_of(p) {
-                let detail = format!("rank {p} finalized before the value arrived");
+            if usize::from(peer) != node && self.has_finished(u32::from(peer)) && !self.world.pending.any_of(peer) {
+                let detail = format!("rank {peer} finalized before {what}");
                 self.slots[node] = Slot::Ready(Err(FabricError::with_detail(TcaError::PeerDead, detail)));
             }
         }
