@@ -19,7 +19,11 @@
  *   reinit          tcaInit after tcaFinalize: the rank stays out of the job (as on shm)
  *   gone SIZE       rank 1 stores 1 into rank 0's flag word by PIO, starts a DMA of SIZE bytes
  *                   with notification tag 7 to rank 0 and finalizes at once; rank 0 waits for
- *                   1 and for tag 7 (both still on the way: they arrive), then for 2 and tag 8
+ *                   1 and for tag 7 (both still on the way: they arrive), then for 2 and tag 8,
+ *                   then reads from rank 1's buffer
+ *   rules SIZE      what both fabrics answer alike: tcaWaitPIO at a misaligned word and at an
+ *                   aligned word of a handle at an odd address; tcaDescSet of a chain into a
+ *                   handle its owner destroyed; tcaStartDMADesc twice without tcaWaitDMAC
  *   lasterror       after tcaFinalize, an MPI_Sendrecv of host ints leaves the last CUDA error
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
 #include <cuda_runtime.h>
@@ -130,6 +134,34 @@ int main(int argc, char** argv)
     return 0;
   }
 
+  if (strcmp(what, "rules") == 0) {
+    char* pb;
+    CHECK(tcaMalloc((void**)&pb, 128, tcaMemoryCPU));
+    memset(pb, 0, 128);
+    tcaHandle whole, odd, doomed, doomed_all[2];
+    CHECK(tcaCreateHandle(&whole, pb, 128, tcaMemoryCPU));
+    CHECK(tcaCreateHandle(&odd, pb + 3, 64, tcaMemoryCPU));
+    tcaresult misaligned = tcaWaitPIO(&whole, 2, 0, peer), aligned = tcaWaitPIO(&odd, 1, 0, peer);
+    printf("rank %d: word at offset 2: %d; word at offset 1 of a handle at an odd address: %d\n", me, misaligned,
+           aligned);
+    CHECK(tcaCreateHandle(&doomed, pb, 64, tcaMemoryCPU));
+    MPI_Allgather(&doomed, sizeof doomed, MPI_BYTE, doomed_all, sizeof doomed, MPI_BYTE, MPI_COMM_WORLD);
+    CHECK(tcaDestroyHandle(&doomed));
+    MPI_Barrier(MPI_COMM_WORLD);
+    tcaDesc* d = tcaDescNew();
+    CHECK(tcaDescSetMemcpy(d, &doomed_all[peer], 0, &whole, 0, 64, 0, 0, 0));
+    printf("rank %d: tcaDescSet into a destroyed handle: %d\n", me, tcaDescSet(d, 1));
+    CHECK(tcaDescFree(d));
+    d = tcaDescNew();
+    CHECK(tcaDescSetMemcpy(d, &all[peer], 0, &h, 0, size, tcaDMANotify, 0, 3));
+    CHECK(tcaDescSet(d, 0));
+    tcaresult first = tcaStartDMADesc(0), again = tcaStartDMADesc(0), waited = tcaWaitDMAC(0);
+    tcaresult n1 = tcaWaitDMARecvDesc(&all[peer], 0, 3), n2 = tcaWaitDMARecvDesc(&all[peer], 0, 3);
+    printf("rank %d: start %d, start again %d, wait %d, notifications %d %d\n", me, first, again, waited, n1, n2);
+    CHECK(tcaFinalize());
+    MPI_Finalize();
+    return 0;
+  }
   if (strcmp(what, "pio") == 0 || strcmp(what, "gone") == 0) {
     /* The flag word at 0, the payload from 64. */
     char* pbuf;
@@ -158,6 +190,14 @@ int main(int argc, char** argv)
         tcaresult notified2 = tcaWaitDMARecvDesc(&all[peer], 0, 8);
         printf("rank 0: wait for 1: %s; notification 7: %s\n", tcaGetErrorString(value), tcaGetErrorString(notified));
         printf("rank 0: wait for 2: %s; notification 8: %s\n", tcaGetErrorString(value2), tcaGetErrorString(notified2));
+        /* A remote read is served by the holder's driver, which left with tcaFinalize. */
+        tcaDesc* d = tcaDescNew();
+        CHECK(tcaDescSetMemcpy(d, &h, 0, &all[peer], 0, 64, tcaDMANotifySelf, 1, 1));
+        CHECK(tcaDescSet(d, 1));
+        /* The start (shm, where the caller carries out the run) or the wait says so. */
+        tcaresult read = tcaStartDMADesc(1);
+        if (read == TCA_SUCCESS) read = tcaWaitDMAC(1);
+        printf("rank 0: remote read: %s\n", tcaGetErrorString(read));
         CHECK(tcaFinalize());
       }
       MPI_Finalize();

@@ -180,35 +180,56 @@ def test_a_rank_that_finalized_cannot_join_again(program):
 GONE = (
     "rank 0: wait for 1: success; notification 7: success",
     "rank 0: wait for 2: peer node is dead; notification 8: peer node is dead",
+    "rank 0: remote read: peer node is dead",
 )
+RULES = tuple(
+    line
+    for rank in (0, 1)
+    for line in (
+        f"rank {rank}: word at offset 2: 2; word at offset 1 of a handle at an odd address: 0",
+        f"rank {rank}: tcaDescSet into a destroyed handle: 7",
+        f"rank {rank}: start 0, start again 0, wait 0, notifications 0 0",
+    )
+)
+CASES = {"gone": (("gone", "65536"), GONE), "rules": (("rules", "65536"), RULES)}
 
 
-def test_a_wait_on_a_rank_that_finalized_fails_once_its_data_arrived(program):
-    out = run(program, "gone", "65536")
+@pytest.mark.parametrize("case", CASES)
+def test_a_program_gets_the_same_answers_on_the_simulator(program, case):
+    args, lines = CASES[case]
+    out = run(program, *args)
     assert out.returncode == 0, out.stdout + out.stderr
-    for line in GONE:
+    for line in lines:
         assert line in out.stdout, out.stdout
 
 
-@pytest.mark.skipif(shutil.which("mpicc.openmpi") is None, reason="needs Open MPI (make mpi)")
-def test_the_shm_fabric_answers_a_wait_on_a_rank_that_finalized_the_same(tmp_path):
-    exe = tmp_path / "tca_mpi"
+@pytest.fixture(scope="module")
+def shm_program(tmp_path_factory) -> Path:
+    if shutil.which("mpicc.openmpi") is None:
+        pytest.skip("needs Open MPI (make mpi)")
+    exe = tmp_path_factory.mktemp("shm") / "tca_mpi"
     lib = cc.LIB
     subprocess.run(
         ["mpicc.openmpi", "-O2", str(HERE / "tca_mpi.c"), "-o", str(exe), *(f"-I{d}" for d in cc.INCLUDES)]
         + [f"-L{lib}", f"-Wl,-rpath,{lib}", "-ltcacudart", "-ltca"],
         check=True,
     )
+    return exe
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_and_on_the_shm_fabric(shm_program, case):
+    args, lines = CASES[case]
     env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "TCA_TIMEOUT_MS": "30000"}
     out = subprocess.run(
-        ["mpirun.openmpi", "--oversubscribe", "-n", "2", str(exe), "gone", "65536"],
+        ["mpirun.openmpi", "--oversubscribe", "-n", "2", str(shm_program), *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    for line in GONE:
+    for line in lines:
         assert line in out.stdout, out.stdout
 
 

@@ -182,10 +182,13 @@ tcaresult tcaDescSetMemcpy2D(tcaDesc *desc, const tcaHandle *dst_handle, off_t d
 tcaresult tcaDescSetMode(tcaDesc *desc, int mode);
 /* Registers the chain on DMA channel ch (0..3); the channel keeps a copy. While the channel's
  * previous run is in flight it first waits for that run to end, as tcaWaitDMAC does
- * (TCA_ERROR_TIMEOUT after TCA_TIMEOUT_MS on the shm fabric). */
+ * (TCA_ERROR_TIMEOUT after TCA_TIMEOUT_MS on the shm fabric). TCA_ERROR_INVALID_HANDLE at once
+ * for a handle its owner destroyed or freed. */
 tcaresult tcaDescSet(tcaDesc *desc, int ch);
-/* Kicks channel ch; tcaWaitDMAC waits until its run is over. TCA_ERROR_INVALID_HANDLE when a
- * handle of the chain was destroyed or freed by its owner since tcaDescSet;
+/* Kicks channel ch; tcaWaitDMAC waits until its run is over. While the previous run is in
+ * flight (no tcaWaitDMAC since the last start) it first waits for that run to end, as
+ * tcaDescSet does. TCA_ERROR_INVALID_HANDLE when a handle of the chain was destroyed or freed
+ * by its owner since tcaDescSet; TCA_ERROR_PEER_DEAD for a read from a rank that left the job;
  * TCA_ERROR_CHANNEL_TAKEN (nothing runs) when a tcaColl* call registered its own chain on ch
  * since this rank's last tcaDescSet, tcaSetDMAChain or tcaSetDMAChainInt there. */
 tcaresult tcaStartDMADesc(int ch);
@@ -237,7 +240,9 @@ tcaresult tcaSendPIO(const tcaPIOHandle *pio, size_t offset, const void *src, si
 /* Orders all earlier PIO stores of this rank (any window) before all later ones. */
 tcaresult tcaSendPIOCommit(void);
 /* Extension: waits until the 32-bit word at offset of this rank's handle equals value,
- * failing when rank `peer` dies or after the timeout (the receiving side of PIO). */
+ * failing when rank `peer` dies or leaves the job (TCA_ERROR_PEER_DEAD, once what it sent has
+ * arrived) or after the timeout (the receiving side of PIO). The word's address (the handle's
+ * plus offset) must be a multiple of 4 (TCA_ERROR_ALIGNMENT_MISMATCH). */
 tcaresult tcaWaitPIO(const tcaHandle *handle, size_t offset, uint32_t value, int peer);
 
 /* tcaSendPIO, tcaSendPIOCommit, tcaWaitPIO and tcaWaitDMARecvDesc without a library call (GNU

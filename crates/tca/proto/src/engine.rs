@@ -115,6 +115,8 @@ pub struct Engine {
     arrived: BTreeMap<(u16, u16, u32), u32>,
     /// Bit n set: node n is dead.
     dead: u16,
+    /// This node's program has left the job (`tcaFinalize`): its driver serves no remote read.
+    finalized: bool,
     proxies: [Option<ProxyJob>; PROXY_REQUESTS],
     proxy_generation: u32,
     actions: VecDeque<Action>,
@@ -148,6 +150,7 @@ impl Engine {
             channels: std::array::from_fn(|_| channel.clone()),
             arrived: BTreeMap::new(),
             dead: 0,
+            finalized: false,
             proxies: [None; PROXY_REQUESTS],
             proxy_generation: 0,
             actions: VecDeque::new(),
@@ -437,7 +440,9 @@ impl Engine {
                 continue;
             }
             let r = job.request;
-            let refusal = if !self.handles.is_live(&r.src) {
+            let refusal = if self.finalized {
+                Some(TcaError::PeerDead)
+            } else if !self.handles.is_live(&r.src) {
                 Some(TcaError::InvalidHandle)
             } else if !descriptor_inside(&r.descriptor, &r.src, &r.dst) {
                 Some(TcaError::OutOfBounds)
@@ -490,6 +495,13 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// This node's program called `tcaFinalize`: remote reads of its memory, registered or to
+    /// come, are answered with [`TcaError::PeerDead`] at the next interrupt, as a peer that
+    /// left the job does on the shm fabric.
+    pub fn finalize(&mut self) {
+        self.finalized = true;
     }
 
     /// The fabric gave up on `node` (no answer within its timeout). Runs that involve it are

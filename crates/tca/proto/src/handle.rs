@@ -183,6 +183,30 @@ impl Handle {
     pub fn contains(&self, offset: u64, len: u64) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.size)
     }
+
+    /// The checks of a wait for `len` bytes at `offset` of this handle to hold a value
+    /// (`tcaWaitPIO`), which compares aligned 32-bit words, in the order every fabric and the
+    /// header's inline wait make them.
+    ///
+    /// # Errors
+    /// [`TcaError::ZeroSize`]; [`TcaError::SizeNotMultipleOf4`]; [`TcaError::OutOfBounds`];
+    /// [`TcaError::AlignmentMismatch`] for an address (the handle's plus `offset`) not a
+    /// multiple of 4.
+    pub fn check_word_wait(&self, offset: u64, len: u64) -> TcaResult<()> {
+        if len == 0 {
+            return Err(TcaError::ZeroSize);
+        }
+        if !len.is_multiple_of(4) {
+            return Err(TcaError::SizeNotMultipleOf4);
+        }
+        if !self.contains(offset, len) {
+            return Err(TcaError::OutOfBounds);
+        }
+        if !self.addr.wrapping_add(offset).is_multiple_of(4) {
+            return Err(TcaError::AlignmentMismatch);
+        }
+        Ok(())
+    }
 }
 
 /// The handles one node has created and not yet destroyed (`tcaCreateHandle` /
@@ -299,6 +323,21 @@ mod tests {
         ];
         assert_eq!(h.to_bytes(), expected);
         assert_eq!(Handle::from_bytes(&expected), Ok(h));
+    }
+
+    #[test]
+    fn a_word_wait_is_checked_in_one_order() {
+        let h = Handle { node: 1, addr: 4096, size: 64, mem: MemoryType::Cpu, id: 9 };
+        assert_eq!(h.check_word_wait(60, 4), Ok(()));
+        assert_eq!(h.check_word_wait(2, 0), Err(TcaError::ZeroSize));
+        assert_eq!(h.check_word_wait(2, 6), Err(TcaError::SizeNotMultipleOf4));
+        assert_eq!(h.check_word_wait(62, 4), Err(TcaError::OutOfBounds));
+        assert_eq!(h.check_word_wait(u64::MAX - 3, 4), Err(TcaError::OutOfBounds));
+        assert_eq!(h.check_word_wait(2, 4), Err(TcaError::AlignmentMismatch));
+        // A handle registered at an odd address: the word's address counts, not the offset.
+        let odd = Handle { addr: 4099, ..h };
+        assert_eq!(odd.check_word_wait(0, 4), Err(TcaError::AlignmentMismatch));
+        assert_eq!(odd.check_word_wait(1, 4), Ok(()));
     }
 
     #[test]

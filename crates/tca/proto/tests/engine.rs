@@ -290,6 +290,22 @@ fn proxy_read_of_a_destroyed_or_forged_handle_fails_the_channel() {
     assert_eq!(c.engines[0].wait_dma_channel(1), Err(TcaError::InvalidHandle));
 }
 
+#[test]
+fn a_holder_that_finalized_refuses_remote_reads() {
+    let mut c = Cluster::new(2, 4096, Completion::Immediate);
+    let local = c.handle(0, 0, 4096);
+    let far = c.handle(1, 0, 256);
+    let mut d = Desc::new();
+    d.set_memcpy(&local, 0, &far, 0, 64, DmaFlags::NOTIFY_SELF, 0, 1).unwrap();
+    c.engines[0].set_chain(0, &d).unwrap();
+    c.engines[1].finalize();
+    c.engines[0].handle_start(0).unwrap();
+    c.drive();
+    assert_eq!(c.engines[0].wait_dma_channel(0), Err(TcaError::PeerDead));
+    assert!(writes(&c.log.iter().map(|x| x.1.clone()).collect::<Vec<_>>()).is_empty(), "no byte moved");
+    assert_eq!(c.engines[0].wait_dma_recv(&local, 0, 1), Ok(WaitStatus::Pending), "no notification");
+}
+
 /// The stencil pattern (seed 000 §3.7): set the chain once, kick it every iteration.
 #[test]
 fn a_chain_is_kicked_again_and_again() {

@@ -134,35 +134,22 @@ impl Inner {
     /// the wait fails when it dies.
     ///
     /// # Errors
-    /// [`TcaError::InvalidNode`] for a peer outside the job; [`TcaError::ZeroSize`];
-    /// [`TcaError::AlignmentMismatch`] for an address not a multiple of 4;
-    /// [`TcaError::SizeNotMultipleOf4`]; [`TcaError::OutOfBounds`];
-    /// [`TcaError::InvalidHandle`] for a handle not live on this rank; [`TcaError::PeerDead`];
-    /// [`TcaError::Timeout`].
+    /// [`TcaError::InvalidNode`] for a peer outside the job; what
+    /// [`Handle::check_word_wait`] rejects; [`TcaError::InvalidHandle`] for a handle not live
+    /// on this rank; [`TcaError::PeerDead`]; [`TcaError::Timeout`].
     #[inline]
     pub(crate) fn wait_pio(&self, h: &Handle, offset: u64, expected: &[u8], peer: Option<u16>) -> TcaResult<()> {
         self.check_live()?;
         if peer.is_some_and(|p| p >= self.cfg.size) {
             return Err(TcaError::InvalidNode);
         }
-        if expected.is_empty() {
-            return Err(TcaError::ZeroSize);
-        }
-        if !offset.is_multiple_of(4) {
-            return Err(TcaError::AlignmentMismatch);
-        }
-        if !expected.len().is_multiple_of(4) {
-            return Err(TcaError::SizeNotMultipleOf4);
-        }
-        if !h.contains(offset, expected.len() as u64) {
-            return Err(TcaError::OutOfBounds);
-        }
+        h.check_word_wait(offset, expected.len() as u64)?;
         if h.node != self.cfg.rank {
             return Err(TcaError::InvalidHandle);
         }
         let base = self.live_ptr(h)?.wrapping_add(offset as usize);
         if !(base as usize).is_multiple_of(4) {
-            // A handle registered at an address that is not a multiple of 4.
+            // Not reached while the mapping keeps the handle address's alignment (checked).
             return Err(TcaError::AlignmentMismatch);
         }
         // SAFETY: 4-byte aligned (checked), inside this rank's live handle; read as atomics

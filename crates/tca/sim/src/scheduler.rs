@@ -165,6 +165,7 @@ impl Scheduler {
     pub fn finish(&mut self, rank: u32) {
         if let Some(slot) = self.slots.get_mut(rank as usize) {
             *slot = Slot::Finished;
+            self.world.engines[rank as usize].finalize();
             self.collectives_dirty = true;
             // Waits on this rank look again.
             self.world.changes += 1;

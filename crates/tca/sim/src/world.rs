@@ -111,6 +111,7 @@ impl Op {
         match self {
             Op::WaitDmac { channel } => format!("tcaWaitDMAC(channel {channel})"),
             Op::DescSet { channel, .. } => format!("tcaDescSet(channel {channel}) until the channel's run is over"),
+            Op::StartDma { channel } => format!("tcaStartDMADesc(channel {channel}) until the channel's run is over"),
             Op::WaitRecv { handle, slot, tag } => {
                 // The tag as the C program wrote it (an int).
                 let tag = *tag as i32;
@@ -163,14 +164,21 @@ pub(crate) enum Wait {
         peer: Option<u16>,
     },
     Collective,
-    /// `tcaDescSet` on a running channel: the chain is set once the run is over and the
-    /// polling CPU has seen its status register say so (as [`Wait::Dmac`]).
+    /// `tcaDescSet` or `tcaStartDMADesc` on a running channel: carried out once the run is
+    /// over and the polling CPU has seen its status register say so (as [`Wait::Dmac`]).
     ChannelFree {
         node: u16,
         channel: u8,
-        desc: Box<Desc>,
+        then: AfterRun,
         since: SimTime,
     },
+}
+
+/// What a rank does once its channel's run is over ([`Wait::ChannelFree`]).
+#[derive(Debug, Clone)]
+pub(crate) enum AfterRun {
+    SetChain(Box<Desc>),
+    Start,
 }
 
 /// Outcome of submitting a request.
@@ -308,18 +316,21 @@ impl World {
         let Some(chain) = self.engines[node as usize].chain(channel)? else {
             return Ok(());
         };
-        let dead = chain
-            .entries()
-            .iter()
-            .flat_map(|e| [&e.dst, &e.src])
-            .any(|h| h.node != node && self.engines.get(h.node as usize).is_some_and(|owner| !owner.is_live(h)));
-        if dead {
-            return Err(FabricError::with_detail(
+        self.check_live(chain.entries().iter().flat_map(|e| [&e.dst, &e.src]).filter(|h| h.node != node))
+    }
+
+    /// Every handle is live in its owner's table ([`TcaError::InvalidHandle`] when its owner
+    /// destroyed it or freed its buffer, or for a forged copy; [`TcaError::InvalidNode`] for a
+    /// node outside the job).
+    fn check_live<'a>(&self, mut handles: impl Iterator<Item = &'a Handle>) -> Result<(), FabricError> {
+        handles.try_for_each(|h| match self.engines.get(h.node as usize) {
+            None => Err(TcaError::InvalidNode.into()),
+            Some(owner) if !owner.is_live(h) => Err(FabricError::with_detail(
                 TcaError::InvalidHandle,
                 "a handle of the chain was destroyed or its buffer freed by its owner",
-            ));
-        }
-        Ok(())
+            )),
+            Some(_) => Ok(()),
+        })
     }
 
     /// As [`World::addr_in`] for a buffer of `node` itself (what a CPU reads and writes directly).
@@ -398,19 +409,26 @@ impl World {
                     return Err(TcaError::TooLarge.into());
                 }
                 desc.check_runnable()?;
+                // Checked at once, as on the shm fabric (and again at every start).
+                self.check_live(desc.entries().iter().flat_map(|e| [&e.dst, &e.src]))?;
                 // A program may set a new chain while the channel's previous run is in flight:
                 // the library waits for the run, as the published API does.
                 if self.engines[engine].channel_state(channel)? == ChannelState::Running {
-                    return Ok(Submitted::Wait(Wait::ChannelFree { node, channel, desc, since: self.now }));
+                    let then = AfterRun::SetChain(desc);
+                    return Ok(Submitted::Wait(Wait::ChannelFree { node, channel, then, since: self.now }));
                 }
                 self.engines[engine].set_chain(channel, &desc)?;
                 done(Reply::Unit)
             }
             Op::StartDma { channel } => {
-                self.check_peer_handles(node, channel)?;
-                self.engines[engine].handle_start(channel)?;
-                self.markers[engine][channel as usize] = Marker::Running;
-                self.drain(node)?;
+                // A start while the channel's previous run is in flight (no tcaWaitDMAC between
+                // them) waits for that run, as on the shm fabric, where a run is over when the
+                // start that began it returns.
+                if self.engines[engine].channel_state(channel)? == ChannelState::Running {
+                    let then = AfterRun::Start;
+                    return Ok(Submitted::Wait(Wait::ChannelFree { node, channel, then, since: self.now }));
+                }
+                self.start(node, channel)?;
                 done(Reply::Unit)
             }
             Op::WaitDmac { channel } => {
@@ -440,6 +458,7 @@ impl World {
                 done(Reply::Unit)
             }
             Op::WaitValue { handle, offset, bytes, peer } => {
+                handle.check_word_wait(offset, bytes.len() as u64)?;
                 let addr = self.own_addr(node, &handle, offset, bytes.len() as u64)?;
                 let w = Wait::Value { addr, bytes, peer };
                 Ok(match self.ready_at(&w) {
@@ -549,16 +568,25 @@ impl World {
         }
     }
 
+    /// Starts the chain of `node`'s `channel`.
+    fn start(&mut self, node: u16, channel: u8) -> Result<(), FabricError> {
+        self.check_peer_handles(node, channel)?;
+        self.engines[node as usize].handle_start(channel)?;
+        self.markers[node as usize][channel as usize] = Marker::Running;
+        self.drain(node)
+    }
+
     /// Answers a wait whose deadline the simulation reached: for [`Wait::ChannelFree`] the chain
-    /// is set now; every other wait is answered with [`Reply::Unit`].
+    /// is set or started now; every other wait is answered with [`Reply::Unit`].
     pub(crate) fn finish(&mut self, wait: &Wait) -> Result<Reply, FabricError> {
         match wait {
-            Wait::ChannelFree { node, channel, desc, .. } => {
+            Wait::ChannelFree { node, channel, then: AfterRun::SetChain(desc), .. } => {
                 self.engines[*node as usize].set_chain(*channel, desc)?;
-                Ok(Reply::Unit)
             }
-            _ => Ok(Reply::Unit),
+            Wait::ChannelFree { node, channel, then: AfterRun::Start, .. } => self.start(*node, *channel)?,
+            _ => {}
         }
+        Ok(Reply::Unit)
     }
 
     /// Bytes at global `addr` changed (waits for a value on its node look again).
