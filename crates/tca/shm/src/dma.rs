@@ -58,7 +58,7 @@ impl Inner {
                 // Another kick may come between the wait and the next try: wait again then.
                 if let Err(e) = self.wait_channel_free(channel) {
                     if let Some((off, _)) = table {
-                        lock(&self.heap).free(off);
+                        self.release(&mut lock(&self.heap), off);
                     }
                     return Err(e);
                 }
@@ -66,14 +66,14 @@ impl Inner {
             }
             if let Err(e) = result {
                 if let Some((off, _)) = table {
-                    lock(&self.heap).free(off);
+                    self.release(&mut lock(&self.heap), off);
                 }
                 return Err(e);
             }
             let bytes = desc.entries().iter().map(DescEntry::bytes).sum::<u64>();
             self.chain_bytes[channel as usize].store(bytes, Ordering::Relaxed);
             if let Some((old, _)) = std::mem::replace(&mut tables[channel as usize], table) {
-                lock(&self.heap).free(old);
+                self.release(&mut lock(&self.heap), old);
             }
             if let Some((off, _)) = table {
                 let base = self.own().base().wrapping_add(off as usize);

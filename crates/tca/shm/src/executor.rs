@@ -164,8 +164,8 @@ impl Inner {
                 // Its waiters are woken once it is reported ([`Inner::report`]).
                 Action::Notify(n) if n.dst_node == me => work.local.push((n.src_node, n.slot, n.tag)),
                 Action::Notify(n) => {
-                    if !self.push_notify(n.dst_node, n.slot, n.tag) {
-                        self.mark_dead(n.dst_node);
+                    if let Err(e) = self.push_notify(n.dst_node, n.slot, n.tag) {
+                        self.notify_failed(n.channel, n.dst_node, e);
                     }
                 }
                 Action::ChannelDone { .. } | Action::ChannelFailed { .. } => wake_app = true,
@@ -302,38 +302,58 @@ impl Inner {
     }
 
     /// Pushes a notification into `dst`'s ring for this rank; waits while the ring is full.
-    /// `false` when `dst` died or stopped consuming for the whole timeout. A waiter for a
-    /// notification polls the ring itself while it spins, so the doorbell is rung only for a
-    /// sleeping one (it announces itself, then looks at the ring once more: the fence orders
-    /// the push before the look at its count).
-    fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> bool {
+    /// A waiter for a notification polls the ring itself while it spins, so the doorbell is
+    /// rung only for a sleeping one (it announces itself, then looks at the ring once more:
+    /// the fence orders the push before the look at its count).
+    ///
+    /// # Errors
+    /// As [`Inner::push_notify_held`].
+    fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> TcaResult<()> {
         let mut producer = self.producers[dst as usize].lock();
-        if !self.push_notify_held(&mut producer, dst, slot, tag) {
-            return false;
-        }
+        self.push_notify_held(&mut producer, dst, slot, tag)?;
         std::sync::atomic::fence(Ordering::SeqCst);
         let h = self.segs[dst as usize].header();
         if h.app_waiters.0.load(Ordering::Relaxed) != 0 {
             Segment::ring_bell(&h.app_bell.0, &h.app_waiters.0);
         }
-        true
+        Ok(())
     }
 
     /// The push of [`Inner::push_notify`], the producer lock of `dst` held; no fence, no
     /// doorbell.
-    pub(crate) fn push_notify_held(&self, producer: &mut Producer, dst: u16, slot: u16, tag: u32) -> bool {
+    ///
+    /// # Errors
+    /// [`TcaError::PeerDead`] when `dst` died or finalized while its ring was full;
+    /// [`TcaError::Timeout`] when `dst` is alive but took no entry for the whole timeout (its
+    /// program is busy elsewhere, in a barrier say). Either way nothing was written.
+    pub(crate) fn push_notify_held(&self, producer: &mut Producer, dst: u16, slot: u16, tag: u32) -> TcaResult<()> {
         let ring = self.segs[dst as usize].ring(self.cfg.rank);
         let v = encode_notify(slot, tag);
         // The clock is read only once the ring is full.
         let mut start = None;
         while !ring.push(producer, v) {
             let since = *start.get_or_insert_with(Instant::now);
-            if !self.peer_alive(dst) || since.elapsed() > self.cfg.timeout {
-                return false;
+            if !self.peer_alive(dst) {
+                return Err(TcaError::PeerDead);
+            }
+            if since.elapsed() > self.cfg.timeout {
+                return Err(TcaError::Timeout);
             }
             std::thread::sleep(Duration::from_micros(50));
         }
-        true
+        Ok(())
+    }
+
+    /// A notification of `channel` to `dst` could not be written ([`Inner::push_notify_held`]):
+    /// the engine counted its run done already, so the error is kept for the channel's next
+    /// `tcaWaitDMAC`; a dead `dst` is also marked dead.
+    pub(crate) fn notify_failed(&self, channel: u8, dst: u16, e: TcaError) {
+        if let Some(failed) = self.failed_alone.get(channel as usize) {
+            failed.store(e.code(), Ordering::Release);
+        }
+        if e == TcaError::PeerDead {
+            self.mark_dead(dst);
+        }
     }
 
     /// Pushes a proxy-read message into `dst`'s message ring for this rank and wakes `dst`'s

@@ -95,9 +95,10 @@ pub(crate) struct Inner {
     /// whose run a caller last finished alone: equal, `tcaWaitDMAC` needs no engine lock.
     pub kicks: [AtomicU32; CHANNELS],
     pub finished_alone: [AtomicU32; CHANNELS],
-    /// Per channel, the error code (0: none) of a run a caller carried out alone whose copy
-    /// failed after the engine had counted the run done (a share the receiver's waiter
-    /// stopped in, [`crate::shared_copy`]); the channel's next `tcaWaitDMAC` returns it.
+    /// Per channel, the error code (0: none) of a run whose copy or notification failed
+    /// after the engine had counted the run done (a share the receiver's waiter stopped in,
+    /// [`crate::shared_copy`]; a notification ring that stayed full, or whose receiver died);
+    /// the channel's next `tcaWaitDMAC` returns it.
     pub failed_alone: [AtomicI32; CHANNELS],
     /// 1 + the node a notification was last pushed to without a fence before the look at its
     /// sleeping waiters (0: none); the next DMA call of this process looks again, fenced.

@@ -163,29 +163,35 @@ impl Inner {
         // notification: the receiver's wait fails rather than find bytes that may still change.
         let copied = self.copy(&a.write);
         let mut dead = (copied == Err(TcaError::PeerDead)).then_some(a.write.dst_node);
+        let mut result = copied;
         if let (Some((dst, slot, tag)), Some(p), Ok(())) = (a.notify, producer.as_mut(), copied) {
-            if self.push_notify_held(p, dst, slot, tag) {
-                let peer = self.segs[dst as usize].header();
-                if peer.app_waiters.0.load(Ordering::Relaxed) != 0 {
-                    Segment::ring_bell(&peer.app_bell.0, &peer.app_waiters.0);
-                } else {
-                    self.unfenced.store(u32::from(dst) + 1, Ordering::Relaxed);
+            result = self.push_notify_held(p, dst, slot, tag);
+            match result {
+                Ok(()) => {
+                    let peer = self.segs[dst as usize].header();
+                    if peer.app_waiters.0.load(Ordering::Relaxed) != 0 {
+                        Segment::ring_bell(&peer.app_bell.0, &peer.app_waiters.0);
+                    } else {
+                        self.unfenced.store(u32::from(dst) + 1, Ordering::Relaxed);
+                    }
                 }
-            } else {
-                dead = Some(dst);
+                Err(TcaError::PeerDead) => dead = Some(dst),
+                // A live receiver whose ring stayed full: it is not dead.
+                Err(_) => {}
             }
         }
-        // The engine counted the run done before the copy: a failed copy is kept for the
-        // channel's next tcaWaitDMAC, which is not answered without the library meanwhile.
+        // The engine counted the run done before the copy: a failed copy or notification is
+        // kept for the channel's next tcaWaitDMAC, which is not answered without the library
+        // meanwhile.
         let failed = &self.failed_alone[a.channel as usize];
-        if let Err(e) = copied {
+        if let Err(e) = result {
             failed.store(e.code(), Ordering::Release);
         }
         if a.done && failed.load(Ordering::Acquire) == 0 {
             self.finished_alone[a.channel as usize].store(a.kick, Ordering::Release);
         }
         let mut claim = claim;
-        if let (Some(c), true) = (claim.as_mut(), dead.is_some() || copied.is_err()) {
+        if let (Some(c), true) = (claim.as_mut(), result.is_err()) {
             c.forget();
         }
         drop(claim);

@@ -12,6 +12,7 @@ use crate::fabric::{lock, Inner};
 use crate::segment;
 use tca_proto::fabric::{MemorySpace, PointerInfo};
 use tca_proto::handle::MAX_HANDLES;
+use tca_proto::heap::Heap;
 use tca_proto::{Handle, MemoryType, TcaError, TcaResult};
 
 impl Inner {
@@ -34,9 +35,19 @@ impl Inner {
         let len = heap.block_at(off).ok_or(TcaError::InvalidHandle)?;
         // Handles of the block stop working before its memory can be handed out again.
         self.drop_handles_in(off, len);
-        heap.free(off);
+        self.release(&mut heap, off);
         lock(&self.gpu_blocks).remove(&off);
         Ok(())
+    }
+
+    /// Gives the block at segment offset `off` back to `heap` (this rank's, locked), zeroed
+    /// first: a block handed out again reads as zero, as the segment's fresh memory does
+    /// (`cudaMalloc`, `cudaMallocHost` promise it, docs/cuda.md).
+    pub(crate) fn release(&self, heap: &mut Heap, off: u64) {
+        if let Some(len) = heap.block_at(off) {
+            self.own().clear(off, len);
+            heap.free(off);
+        }
     }
 
     /// Which memory `ptr` points into: a block of this rank's heap (allocated as GPU memory or
@@ -139,6 +150,7 @@ impl Inner {
         let mut heap = lock(&self.heap);
         let off = heap.alloc(size).ok_or(TcaError::OutOfMemory)?;
         if self.own().reserve(off, size).is_err() {
+            // Nothing was written to it.
             heap.free(off);
             return Err(TcaError::OutOfMemory);
         }

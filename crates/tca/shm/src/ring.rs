@@ -17,7 +17,8 @@
 use crate::segment::Line;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Entries of one notification ring.
+/// Entries of one notification ring: the notifications from one sender a receiver holds
+/// unconsumed; a sender waits for room, up to the timeout.
 pub const RING_SLOTS: usize = 1024;
 /// Entries of one message ring.
 pub const MSG_SLOTS: usize = 64;

@@ -228,6 +228,11 @@ impl Segment {
         self.map.reserve(off as usize, len as usize)
     }
 
+    /// Zeroes `len` bytes at `off` of this rank's own segment ([`crate::sys::Mapping::clear`]).
+    pub fn clear(&self, off: u64, len: u64) {
+        self.map.clear(off as usize, len as usize);
+    }
+
     /// First byte of the segment.
     pub fn base(&self) -> *mut u8 {
         self.map.ptr()

@@ -6,6 +6,9 @@ use std::io;
 use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
+/// Bytes from which [`Mapping::clear`] gives the pages back rather than storing zeros.
+pub const CLEAR_BY_HOLE: usize = 256 << 10;
+
 /// A shared mapping of a POSIX shared-memory object. Unmapped on drop.
 #[derive(Debug)]
 pub struct Mapping {
@@ -44,6 +47,24 @@ impl Mapping {
             return Err(io::Error::from_raw_os_error(r));
         }
         Ok(())
+    }
+
+    /// Zeroes `len` bytes at `off` (inside the mapping). From [`CLEAR_BY_HOLE`] bytes on, the
+    /// creator punches a hole in the object instead (`fallocate`): the pages go back to
+    /// `/dev/shm` and read as zero, in every process that maps them, until written again.
+    pub fn clear(&self, off: usize, len: usize) {
+        use std::os::fd::AsRawFd;
+        assert!(off.checked_add(len).is_some_and(|end| end <= self.len), "a range of the mapping");
+        if let (Some(fd), true) = (&self.fd, len >= CLEAR_BY_HOLE) {
+            let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+            // SAFETY: fallocate on an open descriptor, within the object's size. Partial pages
+            // at either end are zeroed by the call.
+            if unsafe { libc::fallocate(fd.as_raw_fd(), mode, off as libc::off_t, len as libc::off_t) } == 0 {
+                return;
+            }
+        }
+        // SAFETY: in bounds (asserted); no reference into the range is held across the call.
+        unsafe { std::ptr::write_bytes(self.ptr.add(off), 0, len) };
     }
 
     /// Whether the mapping is empty (never, for a successful mmap).

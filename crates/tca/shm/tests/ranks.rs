@@ -263,6 +263,12 @@ fn segments_of_dead_owners_are_swept_at_init() {
 }
 
 #[test]
+fn memory_handed_out_again_reads_as_zero() {
+    let o = run("reused-memory", 1, &[]);
+    assert_eq!(o.codes, vec![Some(0)], "{}", o.out);
+}
+
+#[test]
 fn an_allocation_larger_than_dev_shm_is_out_of_memory() {
     let free = {
         // SAFETY: statvfs fills the zeroed struct.
@@ -273,4 +279,10 @@ fn an_allocation_larger_than_dev_shm_is_out_of_memory() {
     let heap = (free + (2 << 30)).to_string();
     let o = run("shm-full", 1, &[("TCA_SHM_BYTES", heap.as_str())]);
     assert_eq!(o.codes, vec![Some(0)], "{}", o.out);
+}
+
+#[test]
+fn a_live_receiver_that_lets_its_ring_fill_times_the_sender_out() {
+    let o = run("full-ring", 2, &[("TCA_TIMEOUT_MS", "500")]);
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);
 }

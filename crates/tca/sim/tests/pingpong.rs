@@ -228,8 +228,9 @@ fn descriptors_in_peach2_internal_memory_start_sooner() {
     assert!(internal + SimTime::from_us(2) < host, "internal {internal}, host {host}");
 }
 
-/// A DMA into a buffer its owner freed fails on the writer's side instead of landing: at the
-/// start, as the handle died with the buffer (tests/free_and_reuse.rs has more).
+/// A DMA into a buffer its owner freed fails on the writer's side instead of landing: at
+/// `tcaDescSet`, as the handle died with the buffer, as on the shm fabric
+/// (tests/free_and_reuse.rs has more).
 #[test]
 fn a_dma_into_a_freed_buffer_fails_at_the_writer() {
     let out = run(2, |r| {
@@ -247,8 +248,7 @@ fn a_dma_into_a_freed_buffer_fails_at_the_writer() {
         }
         let mut d = Desc::new();
         d.set_memcpy(&peer, 0, &mine, 0, 4096, DmaFlags::NONE, 0, 0).unwrap();
-        r.desc_set(0, &d).unwrap();
-        Some(r.start_dma(0).map_err(|e| e.error))
+        Some(r.desc_set(0, &d).map_err(|e| e.error))
     });
     assert_eq!(out[0], Some(Err(TcaError::InvalidHandle)));
 }

@@ -7,10 +7,10 @@
 //!
 //! Scenarios: `all-calls` (every call, data integrity over sizes, alignments, block-stride,
 //! both DMA modes, reads of a peer's memory and PIO, checksummed; calls after finalize),
-//! `bad-args` (every bad argument gives its code), `stale-handles` (writes through destroyed
-//! or freed handles fail on the writer's side), `collective-mismatch` (a failed allgather
-//! leaves the job usable), `peer-dies` (rank 1 is killed; the others must fail with PeerDead
-//! quickly), `silent-peer` (rank 1 never sends; the others must time out), `shm-full` (an
+//! `bad-args` (every bad argument gives its code), `reused-memory` (memory handed out again
+//! reads as zero), `stale-handles` (writes through destroyed or freed handles fail on the
+//! writer's side), `collective-mismatch` (a failed allgather leaves the job usable),
+//! `peer-dies` (rank 1 is killed; the others must fail with PeerDead quickly), `silent-peer` (rank 1 never sends; the others must time out), `shm-full` (an
 //! allocation larger than `/dev/shm` fails cleanly), `policy` (prints how waits behave),
 //! `shared-channel` (two threads of each rank start and wait on one channel: every kick is
 //! run or refused as busy, and every run's notification arrives once), `repeated-runs` (a
@@ -450,6 +450,49 @@ fn shm_full(f: &ShmFabric) -> Check {
     ok("free", f.free(p))
 }
 
+/// Memory handed out again reads as zero, as fresh memory does (cudaMalloc and
+/// cudaMallocHost promise it): blocks of a few bytes, of pages and a part, of many pages
+/// (whose pages go back to /dev/shm when freed), and a chaining-mode descriptor table
+/// replaced by the next chain.
+fn reused_memory(f: &dyn Fabric) -> Check {
+    let zero = |h: &Handle, what: &str| -> Check {
+        let dirty = contents(f, h)?.iter().filter(|&&b| b != 0).count();
+        if dirty != 0 {
+            return Err(format!("{what}: {dirty} of {} bytes are not zero", h.size));
+        }
+        Ok(())
+    };
+    for size in [200u64, 3 * 4096 + 100, 4 << 20] {
+        for mem in [MemoryType::Cpu, MemoryType::Gpu] {
+            let what = format!("{size} B of {mem:?} memory");
+            let (p, h) = buffer(f, size, mem)?;
+            zero(&h, &format!("{what}, fresh"))?;
+            ok("write", f.write(&h, 0, &vec![0x77; size as usize]))?;
+            ok("free", f.free(p))?;
+            let (again, h) = buffer(f, size, mem)?;
+            if again != p {
+                return Err(format!("{what}: allocated at {again:#x} after {p:#x} was freed"));
+            }
+            zero(&h, &format!("{what}, handed out again"))?;
+            ok("free", f.free(again))?;
+        }
+    }
+    let (_, buf) = buffer(f, 4096, MemoryType::Cpu)?;
+    let mut chain = Desc::new();
+    ok("mode", chain.set_mode(Some(DmaMode::Chaining)))?;
+    for i in 1..64 {
+        ok("set_memcpy", chain.set_memcpy(&buf, 64 * i, &buf, 0, 64, DmaFlags::NONE, 0, 0))?;
+    }
+    ok("desc_set", f.desc_set(0, &chain))?;
+    let mut single = Desc::new();
+    ok("set_memcpy", single.set_memcpy(&buf, 64, &buf, 0, 64, DmaFlags::NONE, 0, 0))?;
+    // The register-mode chain replaces the table, which goes back to the heap.
+    ok("desc_set again", f.desc_set(0, &single))?;
+    let (_, h) = buffer(f, 63 * 32, MemoryType::Cpu)?;
+    zero(&h, "the memory of a replaced descriptor table")?;
+    ok("finalize", f.finalize())
+}
+
 fn peer_dies(f: &dyn Fabric) -> Check {
     let (_, h) = buffer(f, 4096, MemoryType::Cpu)?;
     let all = exchange(f, &h)?;
@@ -732,6 +775,7 @@ fn main() -> ExitCode {
         "peer-dies" => peer_dies(&f),
         "silent-peer" => silent_peer(&f),
         "shm-full" => shm_full(&f),
+        "reused-memory" => reused_memory(&f),
         "policy" => policy(&f),
         "shared-channel" => shared_channel(&f),
         "repeated-runs" => repeated_runs(&f),
@@ -740,6 +784,7 @@ fn main() -> ExitCode {
         "self-notify" => stalls::self_notify(&f),
         "abandoned-share" => stalls::abandoned_share(&f),
         "wait-beside-finished" => stalls::wait_beside_finished(&f),
+        "full-ring" => stalls::full_ring(&f),
         other => Err(format!("unknown scenario {other:?}")),
     };
     match r {

@@ -1,10 +1,12 @@
 //! Scenarios of waits and shared copies when a thread or a process stops for a while: a
 //! waiter woken before its notification is in the engine, a wait beside a rank that finished,
-//! a receiver's waiter stopped in the middle of a share.
+//! a receiver's waiter stopped in the middle of a share, a receiver that takes no
+//! notification while its ring fills.
 
-use super::{buffer, contents, exchange, fill, fill_at, me_n, ok, Check};
+use super::{buffer, ck, contents, exchange, fill, fill_at, me_n, ok, Check, Code};
 use std::time::Instant;
-use tca_proto::{Desc, DmaFlags, Fabric, MemoryType};
+use tca_proto::{Desc, DmaFlags, Fabric, MemoryType, TcaError};
+use tca_shm::ring::RING_SLOTS;
 use tca_shm::ShmFabric;
 
 /// A chain that notifies this rank itself, large enough for the rank's engine thread to carry
@@ -140,6 +142,78 @@ pub(crate) fn abandoned_share(f: &ShmFabric) -> Check {
         if contents(f, &dst)?[..4096] != want[..] {
             return Err("the next write did not arrive whole".into());
         }
+    }
+    ok("finalize", f.finalize())
+}
+
+/// 2 ranks: rank 0 sends notifications to rank 1, which is alive but takes none (it waits
+/// for a PIO flag) until rank 0 has filled its ring and one more notification found no room
+/// for the whole timeout, once from a run the caller carries out alone and once from a chain
+/// large enough for the engine thread. The channel's `tcaWaitDMAC` says `Timeout`, not
+/// `PeerDead`: rank 1 is not marked dead, so once it consumes, the next run reaches it; the
+/// notifications that found no room never arrive.
+pub(crate) fn full_ring(f: &ShmFabric) -> Check {
+    const LARGE: u64 = 256 << 10;
+    let (me, _) = me_n(f)?;
+    let (_, src) = buffer(f, LARGE, MemoryType::Cpu)?;
+    let (_, dst) = buffer(f, 4096 + LARGE, MemoryType::Cpu)?;
+    let (_, flag) = buffer(f, 64, MemoryType::Cpu)?;
+    let dsts = exchange(f, &dst)?;
+    let srcs = exchange(f, &src)?;
+    let flags = exchange(f, &flag)?;
+    let timeout = f.config().timeout;
+    let set = [7u8; 4];
+    // `tell` sets a peer's flag; `hear` waits for this rank's, again after each timeout.
+    let tell = |peer: u16| -> Check {
+        let region = ok("pio region", f.set_pio_region(&flags[peer as usize], 0, 4))?;
+        ok("set flag", f.send_pio(&region, 0, &set))?;
+        ok("commit", f.send_pio_commit())
+    };
+    let hear = |peer: u16| -> Check {
+        for _ in 0..40 {
+            match f.wait_pio(&flag, 0, &set, Some(peer)).code() {
+                Ok(()) => return Ok(()),
+                Err(TcaError::Timeout) => {}
+                Err(e) => return Err(format!("wait for rank {peer}'s flag: {e:?}")),
+            }
+        }
+        Err(format!("rank {peer} never set the flag"))
+    };
+    if me == 0 {
+        let mut small = Desc::new();
+        ok("set_memcpy", small.set_memcpy(&dsts[1], 0, &src, 0, 8, DmaFlags::NOTIFY, 1, 5))?;
+        ok("desc_set", f.desc_set(0, &small))?;
+        for run in 0..RING_SLOTS {
+            ok("start", f.start_dma(0))?;
+            ok(&format!("wait channel, run {run}"), f.wait_dmac(0))?;
+        }
+        let t = Instant::now();
+        ok("start into the full ring", f.start_dma(0))?;
+        ck("wait channel, the ring full", f.wait_dmac(0), TcaError::Timeout)?;
+        if t.elapsed() < timeout {
+            return Err(format!("the full ring was given up after {:?}, before the timeout", t.elapsed()));
+        }
+        let mut large = Desc::new();
+        ok("set_memcpy", large.set_memcpy(&dsts[1], 4096, &src, 0, LARGE, DmaFlags::NOTIFY, 1, 6))?;
+        ok("desc_set", f.desc_set(1, &large))?;
+        ok("start the large run into the full ring", f.start_dma(1))?;
+        // The engine thread's push gives up after the timeout, perhaps after this wait ended.
+        if f.wait_dmac(1).is_ok() {
+            std::thread::sleep(timeout * 3 / 2);
+            ck("wait channel again, the ring full", f.wait_dmac(1), TcaError::Timeout)?;
+        }
+        tell(1)?;
+        ok("start once rank 1 consumes", f.start_dma(0))?;
+        ok("wait channel once rank 1 consumes", f.wait_dmac(0))?;
+        hear(1)?;
+    } else {
+        hear(0)?;
+        for n in 0..=RING_SLOTS {
+            ok(&format!("wait recv {n}"), f.wait_dma_recv(&srcs[0], 1, 5))?;
+        }
+        ck("the notification that found no room", f.wait_dma_recv(&srcs[0], 1, 6), TcaError::Timeout)?;
+        ck("one notification too many", f.wait_dma_recv(&srcs[0], 1, 5), TcaError::Timeout)?;
+        tell(0)?;
     }
     ok("finalize", f.finalize())
 }

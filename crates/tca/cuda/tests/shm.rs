@@ -1,0 +1,73 @@
+//! The CUDA runtime's memory on the shm fabric, as a C program linked with `-ltcacudart -ltca`
+//! run as a job of one rank sees it: the runtime finds libtca's entry points in this test
+//! program (built with `--export-dynamic`, see build.rs).
+
+use std::ffi::{c_int, c_void, CStr};
+use tca::api::*;
+use tcacudart::device::*;
+use tcacudart::errors::*;
+use tcacudart::memory::*;
+
+/// libtca's CUDA entry points, kept in this program for `dlsym` to find.
+fn keep_entry_points() {
+    use tca::cuda::*;
+    let all = [
+        tca_cuda_set_device as *const () as usize,
+        tca_cuda_get_device as *const () as usize,
+        tca_cuda_device_count as *const () as usize,
+        tca_cuda_can_access_peer as *const () as usize,
+        tca_cuda_malloc as *const () as usize,
+        tca_cuda_free as *const () as usize,
+        tca_cuda_memcpy as *const () as usize,
+        tca_cuda_memset as *const () as usize,
+        tca_cuda_pointer as *const () as usize,
+    ];
+    assert!(std::hint::black_box(all).iter().all(|&f| f != 0));
+}
+
+fn ok(code: CudaError) {
+    // SAFETY: static NUL-terminated strings.
+    let name = unsafe { CStr::from_ptr(cudaGetErrorName(code)) };
+    assert_eq!(code, SUCCESS, "{name:?}");
+}
+
+/// `cudaMemcpyDefault`: the kind from the pointers.
+const DEFAULT: c_int = 4;
+
+/// A buffer filled, freed and allocated again (at the same address, first fit) reads as
+/// zero, as a fresh one does: small blocks and blocks of whole pages, device and pinned.
+#[test]
+fn memory_handed_out_again_reads_as_zero() {
+    keep_entry_points();
+    // SAFETY: set before any thread of the runtime starts; the only test of this program.
+    unsafe {
+        std::env::set_var("TCA_RANK", "0");
+        std::env::set_var("TCA_SIZE", "1");
+        std::env::set_var("TCA_JOB_ID", format!("cudatest{}", std::process::id()));
+        std::env::remove_var("TCA_FABRIC");
+    }
+    // SAFETY: every pointer passed points at a live local or a buffer of the right size.
+    unsafe {
+        ok(cudaSetDevice(0));
+        for size in [200usize, 4096 + 100, 4 << 20] {
+            for pinned in [false, true] {
+                let what = format!("{size} B, {}", if pinned { "cudaMallocHost" } else { "cudaMalloc" });
+                let alloc = |p: &mut *mut c_void| if pinned { cudaMallocHost(p, size) } else { cudaMalloc(p, size) };
+                let free = |p: *mut c_void| if pinned { cudaFreeHost(p) } else { cudaFree(p) };
+                let mut first: *mut c_void = std::ptr::null_mut();
+                ok(alloc(&mut first));
+                let mut bytes = vec![0x77u8; size];
+                ok(cudaMemcpy(first, bytes.as_ptr().cast(), size, DEFAULT));
+                ok(free(first));
+                let mut again: *mut c_void = std::ptr::null_mut();
+                ok(alloc(&mut again));
+                assert_eq!(again, first, "{what}: the block is handed out again");
+                ok(cudaMemcpy(bytes.as_mut_ptr().cast(), again, size, DEFAULT));
+                let dirty = bytes.iter().filter(|&&b| b != 0).count();
+                assert_eq!(dirty, 0, "{what}: {dirty} bytes of the freed buffer's are left");
+                ok(free(again));
+            }
+        }
+        assert_eq!(tcaFinalize(), 0);
+    }
+}
