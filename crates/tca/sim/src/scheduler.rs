@@ -41,6 +41,8 @@ pub struct Scheduler {
     looked_at: Option<u64>,
     /// A request came since collectives were last looked at.
     collectives_dirty: bool,
+    /// Some rank has finished: waits on it may fail ([`Scheduler::fail_waits_on_finalized_peers`]).
+    some_finished: bool,
     /// The earliest deadline of a waiting rank, and the ranks with an answer ready, as of the
     /// last change of a slot (kept so that a hardware event costs no look at every rank).
     earliest: Option<SimTime>,
@@ -59,6 +61,7 @@ impl Scheduler {
             slots: (0..ranks).map(|_| Slot::Running).collect(),
             looked_at: None,
             collectives_dirty: false,
+            some_finished: false,
             earliest: None,
             ready: 0,
         })
@@ -165,6 +168,7 @@ impl Scheduler {
     pub fn finish(&mut self, rank: u32) {
         if let Some(slot) = self.slots.get_mut(rank as usize) {
             *slot = Slot::Finished;
+            self.some_finished = true;
             self.world.engines[rank as usize].finalize();
             self.collectives_dirty = true;
             // Waits on this rank look again.
@@ -229,6 +233,9 @@ impl Scheduler {
     /// the sender's is still on the way, as on shm, where it fails once the sender has left
     /// the job.
     fn fail_waits_on_finalized_peers(&mut self) {
+        if !self.some_finished {
+            return;
+        }
         for node in 0..self.slots.len() {
             let Slot::Waiting { wait, deadline: None, .. } = &self.slots[node] else { continue };
             let (peer, what) = match wait {
