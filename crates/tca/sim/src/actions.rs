@@ -7,6 +7,12 @@
 //! | `Kick`                   | `Work::Kick` on the channel                         |                                 |
 //! | `Descriptor`             | `Work::Descriptor` (table in host memory)           |                                 |
 //! | `Write`                  | `Work::Write`                                       | `Posted` -> `handle_write_done`; `Landed` copies bytes |
+//!
+//! A write's bytes are copied to their destination as they land (`Landed`), read at the source
+//! until the write is `Posted`: from then on its run may be reported done and the program may
+//! reuse the source, while the last TLPs are still on their way, so the bytes not yet landed
+//! are kept aside then, as the chip holds them in its datapath and the links.
+//!
 //! | `Notify`                 | `Work::Status` to the slot's word                   | `StatusLanded` -> `handle_notify_arrived` |
 //! | `RegisterProxy`          | PIO of the request into the holder's table          | `PioLanded` -> `handle_proxy_request` |
 //! | `Interrupt`              | PIO to the holder's interrupt word                  | + `host.interrupt_latency` -> `handle_interrupt` |
@@ -41,14 +47,48 @@ pub(crate) fn table_bytes(host_bytes: u64, channels: u64) -> u64 {
 /// What an id given to the model stands for.
 #[derive(Debug, Clone)]
 pub(crate) enum Pending {
-    Write { node: u16, token: Token },
+    /// A DMA write from `src`; `landed` bytes from its start have landed, in order (`None`
+    /// once a TLP landed out of order).
+    Write {
+        node: u16,
+        token: Token,
+        src: u64,
+        len: u64,
+        landed: Option<u64>,
+        left: u64,
+    },
+    /// A posted write whose last `staged.len()` bytes, read from `from` on, are still landing
+    /// (`left` bytes in all).
+    Landing {
+        node: u16,
+        from: u64,
+        staged: Vec<u8>,
+        left: u64,
+    },
     Notify(Notify),
-    ProxyDone { node: u16, done: ProxyDone },
-    ChannelDone { node: u16, channel: u8 },
-    Pio { from: u16, dst: u64, bytes: Vec<u8> },
-    ProxyRequest { node: u16, request: ProxyRequest },
-    Interrupt { node: u16 },
-    InterruptServed { node: u16 },
+    ProxyDone {
+        node: u16,
+        done: ProxyDone,
+    },
+    ChannelDone {
+        node: u16,
+        channel: u8,
+    },
+    Pio {
+        from: u16,
+        dst: u64,
+        bytes: Vec<u8>,
+    },
+    ProxyRequest {
+        node: u16,
+        request: ProxyRequest,
+    },
+    Interrupt {
+        node: u16,
+    },
+    InterruptServed {
+        node: u16,
+    },
 }
 
 impl World {
@@ -87,7 +127,9 @@ impl World {
                     self.control_changed(node);
                     return Ok(self.engines[node as usize].handle_write_refused(w.token, TcaError::InvalidHandle)?);
                 }
-                let id = self.pending.insert(Pending::Write { node, token: w.token });
+                let (src, len) = (w.src_addr, w.len);
+                let write = Pending::Write { node, token: w.token, src, len, landed: Some(0), left: len };
+                let id = self.pending.insert(write);
                 work(self, w.channel, Work::Write { id, src: w.src_addr, dst: w.dst_addr, len: w.len })
             }
             Action::Notify(notify) => {
@@ -133,19 +175,28 @@ impl World {
     /// Applies one output of the cluster at time `at`.
     pub(crate) fn apply(&mut self, at: SimTime, output: Output) -> Result<(), FabricError> {
         match output {
-            Output::Landed { src, dst, len, .. } => {
-                self.memory.copy(src, dst, len);
+            Output::Landed { id, src, dst, len } => {
+                self.landed(id, src, dst, len);
                 self.memory_changed(dst);
                 Ok(())
             }
-            Output::Posted { id } => match self.pending.take(id) {
-                Pending::Write { node, token } => {
-                    self.control_changed(node);
-                    self.engines[node as usize].handle_write_done(token)?;
-                    self.drain(node)
+            Output::Posted { id } => {
+                let Pending::Write { node, token, src, len, landed, left } = self.pending.get(id).clone() else {
+                    unreachable!("posted {:?}", self.pending.get(id))
+                };
+                if left == 0 {
+                    self.pending.take(id);
+                } else {
+                    // In order, only the bytes after those landed are still to come.
+                    let from = src + landed.unwrap_or(0);
+                    let bytes = len - landed.unwrap_or(0);
+                    let staged = self.memory.read(from, bytes).unwrap_or_else(|| vec![0; bytes as usize]);
+                    *self.pending.get_mut(id) = Pending::Landing { node, from, staged, left };
                 }
-                other => unreachable!("posted {other:?}"),
-            },
+                self.control_changed(node);
+                self.engines[node as usize].handle_write_done(token)?;
+                self.drain(node)
+            }
             Output::StatusLanded { id } => match self.pending.take(id) {
                 Pending::Notify(n) => {
                     self.control_changed(n.dst_node);
@@ -176,6 +227,28 @@ impl World {
                 }
                 other => unreachable!("timer {other:?}"),
             },
+        }
+    }
+
+    /// `len` bytes of write `id`, read at `src`, land at `dst`.
+    fn landed(&mut self, id: u64, src: u64, dst: u64, len: u64) {
+        match self.pending.get_mut(id) {
+            Pending::Write { src: start, landed, left, .. } => {
+                *landed = landed.filter(|n| *start + *n == src).map(|n| n + len);
+                *left -= len;
+                self.memory.copy(src, dst, len);
+            }
+            Pending::Landing { from, staged, left, .. } => {
+                match src.checked_sub(*from) {
+                    Some(at) => self.memory.write(dst, &staged[at as usize..][..len as usize]),
+                    None => unreachable!("bytes before the staged ones landed already"),
+                };
+                *left -= len;
+                if *left == 0 {
+                    self.pending.take(id);
+                }
+            }
+            other => unreachable!("landed {other:?}"),
         }
     }
 
@@ -235,6 +308,7 @@ impl PendingTable {
     pub(crate) fn any_of(&self, node: u16) -> bool {
         self.slots.iter().flatten().any(|p| match p {
             Pending::Write { node: n, .. }
+            | Pending::Landing { node: n, .. }
             | Pending::ProxyDone { node: n, .. }
             | Pending::ChannelDone { node: n, .. }
             | Pending::Pio { from: n, .. }
@@ -247,6 +321,10 @@ impl PendingTable {
 
     fn get(&self, id: u64) -> &Pending {
         self.slots[id as usize].as_ref().expect("a pending id")
+    }
+
+    fn get_mut(&mut self, id: u64) -> &mut Pending {
+        self.slots[id as usize].as_mut().expect("a pending id")
     }
 
     fn take(&mut self, id: u64) -> Pending {

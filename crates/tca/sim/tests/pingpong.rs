@@ -295,3 +295,38 @@ fn a_proxy_read_shares_the_proxy_channel_with_the_program() {
     assert_eq!(out[1].1, out[1].0, "rank 1's local copy");
     assert_eq!(out[0].1, out[1].0, "rank 0 read rank 1's buffer");
 }
+
+/// A program may reuse a DMA source as soon as `tcaWaitDMAC` returns, while the run's last
+/// TLPs are still on their way to the peer: those carry the bytes read before, not the new ones.
+#[test]
+fn a_source_reused_after_the_wait_leaves_the_bytes_in_flight_alone() {
+    const SIZE: u64 = 256 << 10;
+    let pattern: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
+    // On HA-PACS/TCA the status register reads done some 0.1 us before the last bytes land.
+    let platform =
+        Platform::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/ha-pacs-tca.toml")).unwrap();
+    let out = tca_sim::run(&platform, 2, move |r| {
+        let (mine, peer) = setup(r, SIZE, MemoryType::Cpu);
+        if r.rank() == 0 {
+            r.write(&mine, 0, &pattern).unwrap();
+        }
+        r.barrier().unwrap();
+        if r.rank() == 0 {
+            let mut d = Desc::new();
+            d.set_memcpy(&peer, 0, &mine, 0, SIZE, DmaFlags::NOTIFY, 1, 9).unwrap();
+            start(r, 0, &d);
+            r.wait_dmac(0).unwrap();
+            r.write(&mine, 0, &vec![0xff; SIZE as usize]).unwrap();
+            (time(r), true)
+        } else {
+            r.wait_dma_recv(&peer, 1, 9).unwrap();
+            let mut got = vec![0; SIZE as usize];
+            r.read(&mine, 0, &mut got).unwrap();
+            (time(r), got == pattern)
+        }
+    })
+    .unwrap();
+    let ((reused, _), (notified, intact)) = (out[0], out[1]);
+    assert!(reused < notified, "the source was reused before the data arrived ({reused} >= {notified})");
+    assert!(intact, "the bytes that arrived are those read before the source was reused");
+}
