@@ -142,6 +142,14 @@ def test_pingpong_trace_into_a_missing_directory_or_a_directory(tca, tmp_path, n
     assert_one_line_error(proc, "--trace", message)
 
 
+@pytest.mark.parametrize("option", ["--trace", "--stats-json"])
+@pytest.mark.parametrize(("name", "message"), [("missing", "does not exist"), ("dir", "is a directory")])
+def test_run_output_files_are_checked_before_the_run(tca, tmp_path, option, name, message):
+    target = tmp_path / "nonexistent" / "t.json" if name == "missing" else tmp_path
+    proc = tca("run", "-n", "2", "--fabric", "sim", option, str(target), "/bin/true", check=False)
+    assert_one_line_error(proc, option, message)
+
+
 def test_dma_bw_trace_into_a_directory(tca, tmp_path):
     proc = tca(
         "bench",

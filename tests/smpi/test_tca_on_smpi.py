@@ -245,6 +245,14 @@ def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):
     assert blocked >= 1000 and blocked <= at < blocked + 10, (blocked, at)
 
 
+def test_a_deadlock_still_writes_the_trace_and_the_statistics(program, tmp_path):
+    trace, stats = tmp_path / "t.json", tmp_path / "s.json"
+    out = run(program, "mixed", tca_options=("--trace", str(trace), "--stats-json", str(stats)))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert json.loads(trace.read_text())["traceEvents"], "spans of the run until the deadlock"
+    assert json.loads(stats.read_text())["ranks"] == 2
+
+
 def test_a_deadlock_report_names_a_rank_that_returned_from_main(program):
     out = run(program, "returned")
     assert out.returncode == 3, out.stdout + out.stderr
@@ -301,3 +309,22 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
     assert out.returncode == 2 and "was not built with `tca cc`" in out.stderr
     out = subprocess.run([*TCA, "run", "-n", "2", "--no-gdr", str(plain)], capture_output=True, text=True)
     assert out.returncode == 2 and "apply to --fabric sim only" in out.stderr
+
+
+def test_a_cpp_program_builds_and_runs(tmp_path):
+    source = tmp_path / "hello.cpp"
+    source.write_text(
+        "#include <mpi.h>\n#include <cstdio>\n#include <vector>\n#include \"tca-api.h\"\n"
+        "int main(int argc, char** argv) {\n"
+        "  MPI_Init(&argc, &argv);\n  int me;\n  MPI_Comm_rank(MPI_COMM_WORLD, &me);\n"
+        "  std::vector<int> v(1000, me);\n"
+        "  if (tcaInit() != TCA_SUCCESS) return 1;\n"
+        "  std::printf(\"rank %d: %zu ints, tcaFinalize %d\\n\", me, v.size(), tcaFinalize());\n"
+        "  MPI_Finalize();\n  return 0;\n}\n"
+    )
+    exe = tmp_path / "hello"
+    subprocess.run([*TCA, "cc", str(source), "-o", str(exe)], check=True)
+    out = run(exe)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: 1000 ints, tcaFinalize 0" in out.stdout, out.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tca.common.outfile import writable_file
 from tca.peach import launch
 
 
@@ -34,7 +35,8 @@ def add_parser(subparsers) -> None:
         "--compute",
         choices=["none", "declared", "measured"],
         help="what computation between calls costs in simulated time: none (default; two runs print "
-        "the same), declared (SMPI_SAMPLE_DELAY / smpi_execute), measured (SMPI times the code)",
+        "the same), declared (SMPI_SAMPLE_DELAY / smpi_execute), measured (SMPI times the code); "
+        "smpi_execute_flops counts in every mode",
     )
     c.add_argument("--no-gdr", action="store_true", help="MPI on GPU buffers without GPUDirect RDMA")
     c.add_argument("--trace", metavar="FILE.json", help="Chrome trace of the simulated TCA hardware")
@@ -53,6 +55,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
         program = program[1:]
+    # Checked before the run, which may take long: the files are written at its end.
+    if args.trace is not None:
+        writable_file(args.trace, "--trace", (".json",))
+    if args.stats_json is not None:
+        writable_file(args.stats_json, "--stats-json", (".json",))
     given = (
         args.compute is not None
         or args.no_gdr

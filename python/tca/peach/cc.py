@@ -29,6 +29,9 @@ LIBRARIES = ("tcasmpi", "tcacudart", "tca")
 NO_LINK = {"-c", "-E", "-S", "-M", "-MM", "-fsyntax-only"}
 
 
+CXX_SUFFIXES = {".cc", ".cpp", ".cxx", ".c++", ".C"}
+
+
 def smpicc() -> str:
     found = shutil.which("smpicc")
     if found is None:
@@ -54,4 +57,7 @@ def command(args: list[str]) -> list[str]:
         cmd += [f"-L{LIB}", f"-Wl,-rpath,{LIB}", "-Wl,--no-as-needed"]
         cmd += [f"-l{name}" for name in LIBRARIES]
         cmd += ["-lsimgrid", "-Wl,--as-needed"]
+        # smpicc drives gcc, which compiles C++ sources as C++ but links no C++ runtime.
+        if any(Path(a).suffix in CXX_SUFFIXES for a in args if not a.startswith("-")):
+            cmd.append("-lstdc++")
     return cmd

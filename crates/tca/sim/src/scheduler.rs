@@ -87,6 +87,11 @@ impl Scheduler {
         self.world.trace.as_ref().map(|t| t.to_json())
     }
 
+    /// Spans the trace did not keep (it keeps the first [`base::Trace::DEFAULT_MAX_SPANS`]).
+    pub fn trace_dropped(&self) -> u64 {
+        self.world.trace.as_ref().map_or(0, Trace::dropped)
+    }
+
     /// What every link direction of the hardware carried so far: TLPs, TLPs that queued
     /// behind another, busy time ([`tca_model::Cluster::link_stats`]).
     pub fn link_stats(&self) -> Vec<LinkStats> {

@@ -1,7 +1,8 @@
 // Loaded with a program built by `tca cc`, hooks into SimGrid's engine:
 // - when SimGrid finds that no actor can ever move again (a deadlock across MPI and TCA), say
-//   what every rank waits for in TCA terms after SimGrid's own listing of the actors, and end
-//   the run with a failure status (smpirun itself exits 0 after a deadlock);
+//   what every rank waits for in TCA terms after SimGrid's own listing of the actors, write
+//   the TCA job's trace and statistics, and end the run with a failure status (smpirun itself
+//   exits 0 after a deadlock);
 // - when the simulation ends, write the TCA job's trace and statistics if its ranks did not
 //   (a rank that returned from main without tcaFinalize), and if a rank called MPI_Abort, say
 //   so and end with its error code (smpirun itself exits 0 then too);
@@ -39,6 +40,7 @@ struct Hooks {
   {
     simgrid::s4u::Engine::on_deadlock_cb([] {
       tca_smpi_report_deadlock();
+      tca_smpi_simulation_end();
       std::fflush(nullptr);
       std::_Exit(deadlock_status);
     });

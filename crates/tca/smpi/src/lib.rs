@@ -116,6 +116,13 @@ fn on_end(scheduler: &Scheduler, wall: std::time::Duration) {
         if let Err(e) = std::fs::write(&path, json) {
             eprintln!("tca: cannot write the trace {path}: {e}");
         }
+        let dropped = scheduler.trace_dropped();
+        if dropped > 0 {
+            eprintln!(
+                "tca: the trace {path} holds the first {} spans; {dropped} later ones were dropped",
+                base::Trace::DEFAULT_MAX_SPANS
+            );
+        }
     }
     if let Some(setting) = std::env::var_os("TCA_SIM_STATS") {
         let stats = scheduler.stats(wall);
