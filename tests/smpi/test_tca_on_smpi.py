@@ -253,6 +253,12 @@ def test_a_deadlock_still_writes_the_trace_and_the_statistics(program, tmp_path)
     assert json.loads(stats.read_text())["ranks"] == 2
 
 
+def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):
+    out = run(program, "exit")
+    assert out.returncode == 5, out.stdout + out.stderr
+    assert "tca: rank 1 exited with status 5 at" in out.stderr, out.stderr
+
+
 def test_a_deadlock_report_names_a_rank_that_returned_from_main(program):
     out = run(program, "returned")
     assert out.returncode == 3, out.stdout + out.stderr

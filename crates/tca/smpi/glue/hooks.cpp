@@ -6,6 +6,8 @@
 // - when the simulation ends, write the TCA job's trace and statistics if its ranks did not
 //   (a rank that returned from main without tcaFinalize), and if a rank called MPI_Abort, say
 //   so and end with its error code (smpirun itself exits 0 then too);
+// - a rank that calls exit with a status other than 0 ends the run with that status, as under
+//   mpirun, once the simulation ends or the others deadlock waiting for it;
 // - when an actor ends, tell libtca, whose deadlock report then says that a rank which never
 //   called tcaFinalize has returned from main;
 // - a rank that SimGrid kills inside libtca (MPI_Abort kills every rank) returns through
@@ -15,6 +17,8 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <smpi/smpi.h>
+
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -35,12 +39,32 @@ struct Abort {
   double at = 0;
 } first_abort;
 
+// The first rank that called exit with a status other than 0: its rank, status and time.
+struct Failure {
+  bool exited = false;
+  int rank = 0;
+  int status = 0;
+  double at = 0;
+} first_failure;
+
+// Says which rank exited with which status and ends the run with it, if one did.
+void end_with_a_failed_rank()
+{
+  if (!first_failure.exited)
+    return;
+  std::fprintf(stderr, "tca: rank %d exited with status %d at %.3f us\n", first_failure.rank,
+               first_failure.status, first_failure.at * 1e6);
+  std::fflush(nullptr);
+  std::_Exit(first_failure.status > 0 && first_failure.status < 256 ? first_failure.status : 1);
+}
+
 struct Hooks {
   Hooks()
   {
     simgrid::s4u::Engine::on_deadlock_cb([] {
       tca_smpi_report_deadlock();
       tca_smpi_simulation_end();
+      end_with_a_failed_rank();
       std::fflush(nullptr);
       std::_Exit(deadlock_status);
     });
@@ -56,6 +80,7 @@ struct Hooks {
         // can hold, is a failure all the same).
         std::_Exit(first_abort.code > 0 && first_abort.code < 256 ? first_abort.code : 1);
       }
+      end_with_a_failed_rank();
     });
   }
 } hooks;
@@ -79,6 +104,22 @@ extern "C" int MPI_Abort(MPI_Comm comm, int code)
     first_abort = {true, rank, code, simgrid_get_clock()};
   }
   return PMPI_Abort(comm, code);
+}
+
+// exit of a program built by `tca cc` (SMPI's smpi_helpers.h turns exit into smpi_exit), in
+// front of SMPI's: a status other than 0 is noted, then SMPI ends the rank.
+extern "C" [[noreturn]] void smpi_exit(int status)
+{
+  int initialized = 0;
+  PMPI_Initialized(&initialized);
+  if (status != 0 && initialized && !first_failure.exited) {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    first_failure = {true, rank, status, simgrid_get_clock()};
+  }
+  static auto* const smpis = reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "smpi_exit"));
+  smpis(status);
+  std::_Exit(status);  // not reached: SMPI's ends the rank
 }
 
 // Runs call(arg), the SimGrid calls a rank makes inside libtca (crates/tca/smpi/src/job.rs):
