@@ -35,7 +35,9 @@ fn ok(code: CudaError) {
 const DEFAULT: c_int = 4;
 
 /// A buffer filled, freed and allocated again (at the same address, first fit) reads as
-/// zero, as a fresh one does: small blocks and blocks of whole pages, device and pinned.
+/// zero, as a fresh one does: small blocks and blocks of whole pages, device and pinned. A
+/// pointer into a freed buffer or past a live one is `cudaErrorInvalidValue`, as on the
+/// simulator.
 #[test]
 fn memory_handed_out_again_reads_as_zero() {
     keep_entry_points();
@@ -68,6 +70,20 @@ fn memory_handed_out_again_reads_as_zero() {
                 ok(free(again));
             }
         }
+        // A pointer into a freed buffer, or just past a live one, is no memory of the program.
+        let mut freed: *mut c_void = std::ptr::null_mut();
+        let mut live: *mut c_void = std::ptr::null_mut();
+        ok(cudaMalloc(&mut freed, 4096));
+        ok(cudaMalloc(&mut live, 4096));
+        ok(cudaFree(freed));
+        let mut host = [0u8; 16];
+        for p in [freed, live.cast::<u8>().add(8192).cast()] {
+            assert_eq!(cudaMemcpy(host.as_mut_ptr().cast(), p, 16, DEFAULT), INVALID_VALUE, "{p:?}");
+            let mut attributes = std::mem::MaybeUninit::<PointerAttributes>::uninit();
+            assert_eq!(cudaPointerGetAttributes(attributes.as_mut_ptr(), p), INVALID_VALUE, "{p:?}");
+            cudaGetLastError();
+        }
+        ok(cudaFree(live));
         assert_eq!(tcaFinalize(), 0);
     }
 }

@@ -52,11 +52,17 @@ impl Inner {
 
     /// Which memory `ptr` points into: a block of this rank's heap (allocated as GPU memory or
     /// not), or memory of the process the fabric did not allocate.
+    ///
+    /// # Errors
+    /// [`TcaError::InvalidHandle`] for a pointer into this rank's segment outside every live
+    /// block (a freed one, or past a block's end), as on the simulator.
     pub(crate) fn pointer_info(&self, ptr: u64) -> TcaResult<PointerInfo> {
         self.check_live()?;
-        let Some((off, len)) = self.own_offset(ptr).and_then(|o| lock(&self.heap).block_of(o, 1)) else {
+        let Some(at) = self.own_offset(ptr) else {
             return Ok(PointerInfo::pageable(ptr));
         };
+        // Inside this rank's segment but in no live block: freed, or past a block's end.
+        let (off, len) = lock(&self.heap).block_of(at, 1).ok_or(TcaError::InvalidHandle)?;
         let space = if lock(&self.gpu_blocks).contains(&off) { MemorySpace::Device(0) } else { MemorySpace::Pinned };
         Ok(PointerInfo { space, base: self.own().base() as u64 + off, size: len })
     }
