@@ -320,12 +320,12 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
 def test_a_cpp_program_builds_and_runs(tmp_path):
     source = tmp_path / "hello.cpp"
     source.write_text(
-        "#include <mpi.h>\n#include <cstdio>\n#include <vector>\n#include \"tca-api.h\"\n"
+        '#include <mpi.h>\n#include <cstdio>\n#include <vector>\n#include "tca-api.h"\n'
         "int main(int argc, char** argv) {\n"
         "  MPI_Init(&argc, &argv);\n  int me;\n  MPI_Comm_rank(MPI_COMM_WORLD, &me);\n"
         "  std::vector<int> v(1000, me);\n"
         "  if (tcaInit() != TCA_SUCCESS) return 1;\n"
-        "  std::printf(\"rank %d: %zu ints, tcaFinalize %d\\n\", me, v.size(), tcaFinalize());\n"
+        '  std::printf("rank %d: %zu ints, tcaFinalize %d\\n", me, v.size(), tcaFinalize());\n'
         "  MPI_Finalize();\n  return 0;\n}\n"
     )
     exe = tmp_path / "hello"
