@@ -3,8 +3,11 @@
 //! simulator. The runtime finds libtca's entry points in this test program (built with
 //! `--export-dynamic`, see build.rs) as it finds them in `libtca.so`.
 
+mod common;
+
+use common::{keep_entry_points, ok};
 use std::cell::RefCell;
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::path::Path;
 use std::sync::Arc;
 use tca::api::*;
@@ -17,29 +20,6 @@ use tcacudart::memory::*;
 
 thread_local! {
     static PART: RefCell<Option<(Arc<SimJob>, u32)>> = const { RefCell::new(None) };
-}
-
-/// libtca's CUDA entry points, kept in this program for `dlsym` to find.
-fn keep_entry_points() {
-    use tca::cuda::*;
-    let all = [
-        tca_cuda_set_device as *const () as usize,
-        tca_cuda_get_device as *const () as usize,
-        tca_cuda_device_count as *const () as usize,
-        tca_cuda_can_access_peer as *const () as usize,
-        tca_cuda_malloc as *const () as usize,
-        tca_cuda_free as *const () as usize,
-        tca_cuda_memcpy as *const () as usize,
-        tca_cuda_memset as *const () as usize,
-        tca_cuda_pointer as *const () as usize,
-    ];
-    assert!(std::hint::black_box(all).iter().all(|&f| f != 0));
-}
-
-fn ok(code: CudaError) {
-    // SAFETY: static NUL-terminated strings.
-    let name = unsafe { CStr::from_ptr(cudaGetErrorName(code)) };
-    assert_eq!(code, SUCCESS, "{name:?}");
 }
 
 const N: usize = 1 << 20;
