@@ -8,7 +8,8 @@
  *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then blocks in MPI_Recv
  *   tca             both ranks wait for a TCA notification that never comes
- *   exit            rank 1 calls exit(5); rank 0 waits for a TCA notification from it
+ *   exit            rank 1 calls MPI_Finalize and exit(5); rank 0 waits for a TCA notification
+ *                   from it
  *   returned        rank 0 waits for a TCA notification that never comes, rank 1 returns from
  *                   main without tcaFinalize
  *   abort           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
@@ -79,7 +80,10 @@ int main(int argc, char** argv)
     }
   }
   if (strcmp(what, "exit") == 0) {
-    if (me == 1) exit(5);
+    if (me == 1) {
+      MPI_Finalize();
+      exit(5);
+    }
     CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
   }
   if (strcmp(what, "returned") == 0) {

@@ -29,9 +29,6 @@ LIBRARIES = ("tcasmpi", "tcacudart", "tca")
 NO_LINK = {"-c", "-E", "-S", "-M", "-MM", "-fsyntax-only"}
 
 
-CXX_SUFFIXES = {".cc", ".cpp", ".cxx", ".c++", ".C"}
-
-
 def smpicc() -> str:
     found = shutil.which("smpicc")
     if found is None:
@@ -56,8 +53,7 @@ def command(args: list[str]) -> list[str]:
         # symbols (a program calling only MPI_Init and MPI_Wtime would drop libsimgrid).
         cmd += [f"-L{LIB}", f"-Wl,-rpath,{LIB}", "-Wl,--no-as-needed"]
         cmd += [f"-l{name}" for name in LIBRARIES]
-        cmd += ["-lsimgrid", "-Wl,--as-needed"]
-        # smpicc drives gcc, which compiles C++ sources as C++ but links no C++ runtime.
-        if any(Path(a).suffix in CXX_SUFFIXES for a in args if not a.startswith("-")):
-            cmd.append("-lstdc++")
+        # smpicc drives gcc, which compiles C++ sources as C++ but links no C++ runtime: the
+        # C++ runtime comes last, kept only where the program needs it (C++ sources or objects).
+        cmd += ["-lsimgrid", "-Wl,--as-needed", "-lstdc++"]
     return cmd

@@ -497,6 +497,11 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether this node holds a remote read of `node`'s, registered and not yet answered.
+    pub fn serves_reads_of(&self, node: u16) -> bool {
+        self.proxies.iter().flatten().any(|j| j.request.requester == node)
+    }
+
     /// This node's program called `tcaFinalize`: remote reads of its memory, registered or to
     /// come, are answered with [`TcaError::PeerDead`] at the next interrupt, as a peer that
     /// left the job does on the shm fabric.

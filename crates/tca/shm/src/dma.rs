@@ -117,17 +117,32 @@ impl Inner {
     }
 
     /// Kicks a channel (`tcaStartDMADesc`) after checking that every handle of its chain is
-    /// still live: an owner may have destroyed or freed one since `tcaDescSet`.
+    /// still live: an owner may have destroyed or freed one since `tcaDescSet`. A run still in
+    /// flight is waited for first.
     ///
     /// # Errors
-    /// [`TcaError::InvalidHandle`] for a handle destroyed or freed since; what
-    /// [`tca_proto::Engine::handle_start`] rejects.
+    /// [`TcaError::InvalidHandle`] for a handle destroyed or freed since; [`TcaError::Timeout`]
+    /// as for `tcaWaitDMAC`; what [`tca_proto::Engine::handle_start`] rejects.
     pub(crate) fn start_dma(&self, channel: u8) -> TcaResult<()> {
         self.check_live()?;
         self.settle_notify();
         if self.replay(channel) {
             return Ok(());
         }
+        // A start while the previous run is still in flight (no tcaWaitDMAC between them: the
+        // engine thread carries it out, or it waits for a peer's driver) waits for that run,
+        // as tcaDescSet does and as the simulator does.
+        match self.start_now(channel) {
+            Err(TcaError::ChannelBusy) => {
+                self.wait_channel_free(channel)?;
+                self.start_now(channel)
+            }
+            started => started,
+        }
+    }
+
+    /// [`Inner::start_dma`] without the wait for a run in flight.
+    fn start_now(&self, channel: u8) -> TcaResult<()> {
         let bytes = self.chain_bytes.get(channel as usize).map_or(0, |b| b.load(Ordering::Relaxed));
         // The caller carries the chain out itself when no other thread is carrying actions
         // out: always for a short chain (a hand-off costs more than the copies), and for any

@@ -134,7 +134,8 @@ fn a_share_whose_copier_is_stopped_is_never_reported() {
 
 #[test]
 fn a_chain_set_while_the_channel_runs_waits_then_runs() {
-    for n in [2u16, 4, 8] {
+    // One rank leaves the engine thread a CPU of its own: it carries the 1 MiB run out.
+    for n in [1u16, 2, 4, 8] {
         let o = run("set-while-running", n, &[]);
         assert!(o.codes.iter().all(|c| *c == Some(0)), "{n} ranks: {:?}\n{}", o.codes, o.out);
     }

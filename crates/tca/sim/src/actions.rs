@@ -304,15 +304,16 @@ impl PendingTable {
     }
 
     /// Whether something of `node`'s is still on the way: data, a status word or a PIO store
-    /// it sent, or a proxy request, proxy answer or interrupt for it.
+    /// it sent, a remote read it asked for, or a proxy request, proxy answer or interrupt for
+    /// it (the reads that other nodes' drivers hold are in their engines).
     pub(crate) fn any_of(&self, node: u16) -> bool {
         self.slots.iter().flatten().any(|p| match p {
+            Pending::ProxyRequest { node: n, request } => *n == node || request.requester == node,
             Pending::Write { node: n, .. }
             | Pending::Landing { node: n, .. }
             | Pending::ProxyDone { node: n, .. }
             | Pending::ChannelDone { node: n, .. }
             | Pending::Pio { from: n, .. }
-            | Pending::ProxyRequest { node: n, .. }
             | Pending::Interrupt { node: n }
             | Pending::InterruptServed { node: n } => *n == node,
             Pending::Notify(notify) => notify.src_node == node || notify.dst_node == node,

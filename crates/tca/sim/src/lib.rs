@@ -70,8 +70,8 @@ where
             let program = program.clone();
             std::thread::spawn(move || {
                 let rank = rank.expect("a rank of the job");
-                // Finish the rank even if its program panics, so the others see a deadlock
-                // instead of waiting forever.
+                // Finish the rank even if its program panics, so the others' waits end (on it:
+                // PeerDead; otherwise a deadlock) instead of waiting forever.
                 struct Finish(SimRank);
                 impl Drop for Finish {
                     fn drop(&mut self) {

@@ -248,7 +248,7 @@ impl Scheduler {
                 Wait::Recv { handle, .. } => (handle.node, "sending the notification"),
                 _ => continue,
             };
-            if usize::from(peer) != node && self.has_finished(u32::from(peer)) && !self.world.pending.any_of(peer) {
+            if usize::from(peer) != node && self.has_finished(u32::from(peer)) && !self.world.in_flight_of(peer) {
                 let detail = format!("rank {peer} finalized before {what}");
                 self.slots[node] = Slot::Ready(Err(FabricError::with_detail(TcaError::PeerDead, detail)));
             }

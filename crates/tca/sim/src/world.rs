@@ -422,9 +422,10 @@ impl World {
             }
             Op::StartDma { channel } => {
                 // A start while the channel's previous run is in flight (no tcaWaitDMAC between
-                // them) waits for that run, as on the shm fabric, where a run is over when the
-                // start that began it returns.
-                if self.engines[engine].channel_state(channel)? == ChannelState::Running {
+                // them) waits for that run, as on the shm fabric: until its status register
+                // reads done, which a run's last posted write comes before.
+                let running = self.engines[engine].channel_state(channel)? == ChannelState::Running;
+                if running || self.markers[engine][channel as usize] == Marker::Running {
                     let then = AfterRun::Start;
                     return Ok(Submitted::Wait(Wait::ChannelFree { node, channel, then, since: self.now }));
                 }
@@ -566,6 +567,12 @@ impl World {
             Marker::Running => None,
             Marker::Done(t) => Some(Ok(self.cluster.poll_register(since, t))),
         }
+    }
+
+    /// Whether something of `node`'s is still on the way ([`PendingTable::any_of`]), a remote
+    /// read of its held by another node's driver included.
+    pub(crate) fn in_flight_of(&self, node: u16) -> bool {
+        self.pending.any_of(node) || self.engines.iter().any(|e| e.serves_reads_of(node))
     }
 
     /// Starts the chain of `node`'s `channel`.

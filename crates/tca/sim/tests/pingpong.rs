@@ -330,3 +330,45 @@ fn a_source_reused_after_the_wait_leaves_the_bytes_in_flight_alone() {
     assert!(reused < notified, "the source was reused before the data arrived ({reused} >= {notified})");
     assert!(intact, "the bytes that arrived are those read before the source was reused");
 }
+
+/// A rank that starts a remote read (rank 2's buffer into rank 0's) with a notification and
+/// finalizes at once: rank 0's wait for that notification succeeds, as the read is still on
+/// its way (rank 2's driver serves it), and only the next wait fails with PeerDead.
+#[test]
+fn a_remote_read_of_a_rank_that_finalized_still_arrives() {
+    let platform =
+        Platform::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../platforms/ha-pacs-tca.toml")).unwrap();
+    let out = tca_sim::run(&platform, 3, |r| {
+        let mine = alloc(r, 4096, MemoryType::Cpu);
+        r.write(&mine, 0, &[r.rank() as u8 + 1; 4096]).unwrap();
+        let all = r.allgather(&mine.to_bytes()).unwrap();
+        let n = mine.to_bytes().len();
+        let of = |rank: usize| Handle::from_bytes(&all[rank * n..][..n]).unwrap();
+        r.barrier().unwrap();
+        match r.rank() {
+            1 => {
+                let mut d = Desc::new();
+                d.set_memcpy(&of(0), 0, &of(2), 0, 4096, DmaFlags::NOTIFY, 3, 7).unwrap();
+                start(r, 0, &d);
+                r.finalize().unwrap();
+                None
+            }
+            0 => {
+                let first = r.wait_dma_recv(&of(1), 3, 7).map_err(|e| e.error);
+                let mut got = vec![0; 4096];
+                r.read(&mine, 0, &mut got).unwrap();
+                let second = r.wait_dma_recv(&of(1), 3, 7).map_err(|e| e.error);
+                // Rank 2's driver stays until rank 0 has its bytes.
+                let region = r.set_pio_region(&of(2), 0, 4).unwrap();
+                r.send_pio(&region, 0, &[0xaa; 4]).unwrap();
+                Some((first, got.iter().all(|b| *b == 3), second))
+            }
+            _ => {
+                r.wait_pio(&mine, 0, &[0xaa; 4], Some(0)).unwrap();
+                None
+            }
+        }
+    })
+    .unwrap();
+    assert_eq!(out[0], Some((Ok(()), true, Err(TcaError::PeerDead))));
+}

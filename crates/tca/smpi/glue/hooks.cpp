@@ -22,6 +22,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 // libtca (crates/tca/capi/src/smpi.rs)
 extern "C" void tca_smpi_report_deadlock(void);
@@ -47,15 +48,26 @@ struct Failure {
   double at = 0;
 } first_failure;
 
-// Says which rank exited with which status and ends the run with it, if one did.
+// The MPI rank of each actor that initialised MPI (an exit after MPI_Finalize has no rank).
+std::map<long, int> rank_of_actor;
+
+void note_rank()
+{
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  rank_of_actor[simgrid::s4u::this_actor::get_pid()] = rank;
+}
+
+// Says which rank exited with which status and ends the run with it, if one did. As a shell
+// sees exit(status): its low 8 bits.
 void end_with_a_failed_rank()
 {
   if (!first_failure.exited)
     return;
   std::fprintf(stderr, "tca: rank %d exited with status %d at %.3f us\n", first_failure.rank,
-               first_failure.status, first_failure.at * 1e6);
+               first_failure.status & 0xff, first_failure.at * 1e6);
   std::fflush(nullptr);
-  std::_Exit(first_failure.status > 0 && first_failure.status < 256 ? first_failure.status : 1);
+  std::_Exit(first_failure.status & 0xff);
 }
 
 struct Hooks {
@@ -110,16 +122,30 @@ extern "C" int MPI_Abort(MPI_Comm comm, int code)
 // front of SMPI's: a status other than 0 is noted, then SMPI ends the rank.
 extern "C" [[noreturn]] void smpi_exit(int status)
 {
-  int initialized = 0;
-  PMPI_Initialized(&initialized);
-  if (status != 0 && initialized && !first_failure.exited) {
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    first_failure = {true, rank, status, simgrid_get_clock()};
-  }
+  auto rank = rank_of_actor.find(simgrid::s4u::this_actor::get_pid());
+  if ((status & 0xff) != 0 && rank != rank_of_actor.end() && !first_failure.exited)
+    first_failure = {true, rank->second, status, simgrid_get_clock()};
   static auto* const smpis = reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "smpi_exit"));
-  smpis(status);
+  if (smpis != nullptr)
+    smpis(status);
   std::_Exit(status);  // not reached: SMPI's ends the rank
+}
+
+// MPI_Init and MPI_Init_thread, in front of SMPI's: the actor's rank is noted for smpi_exit.
+extern "C" int MPI_Init(int* argc, char*** argv)
+{
+  int e = PMPI_Init(argc, argv);
+  if (e == MPI_SUCCESS)
+    note_rank();
+  return e;
+}
+
+extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provided)
+{
+  int e = PMPI_Init_thread(argc, argv, required, provided);
+  if (e == MPI_SUCCESS)
+    note_rank();
+  return e;
 }
 
 // Runs call(arg), the SimGrid calls a rank makes inside libtca (crates/tca/smpi/src/job.rs):

@@ -10,15 +10,16 @@
 //! `bad-args` (every bad argument gives its code), `reused-memory` (memory handed out again
 //! reads as zero), `stale-handles` (writes through destroyed or freed handles fail on the
 //! writer's side), `collective-mismatch` (a failed allgather leaves the job usable),
-//! `peer-dies` (rank 1 is killed; the others must fail with PeerDead quickly), `silent-peer` (rank 1 never sends; the others must time out), `shm-full` (an
-//! allocation larger than `/dev/shm` fails cleanly), `policy` (prints how waits behave),
+//! `peer-dies` (rank 1 is killed; the others must fail with PeerDead quickly), `silent-peer`
+//! (rank 1 never sends; the others must time out), `shm-full` (an allocation larger than
+//! `/dev/shm` fails cleanly), `policy` (prints how waits behave),
 //! `shared-channel` (two threads of each rank start and wait on one channel: every kick is
 //! run or refused as busy, and every run's notification arrives once), `repeated-runs` (a
 //! chain kicked again and again carries fresh bytes and one notification each time; set again,
-//! it is replaced; its handles destroyed or freed, it fails), `set-while-running`
-//! (a chain set on a channel right after its start waits for the run, then runs with its data),
-//! `shared-copy` (ping-pong of large writes of odd sizes and offsets, whose copies a waiting
-//! receiver shares: every byte arrives, and the receivers did share).
+//! it is replaced; its handles destroyed or freed, it fails), `set-while-running` (a chain
+//! started again or set right after its start waits for the run), `shared-copy` (ping-pong of
+//! large writes of odd sizes and offsets, whose copies a waiting receiver shares: every byte
+//! arrives, and the receivers did share).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -450,10 +451,8 @@ fn shm_full(f: &ShmFabric) -> Check {
     ok("free", f.free(p))
 }
 
-/// Memory handed out again reads as zero, as fresh memory does (cudaMalloc and
-/// cudaMallocHost promise it): blocks of a few bytes, of pages and a part, of many pages
-/// (whose pages go back to /dev/shm when freed), and a chaining-mode descriptor table
-/// replaced by the next chain.
+/// Memory handed out again reads as zero, as fresh memory does: blocks of a few bytes, of pages
+/// and a part, of many pages (given back to /dev/shm), and a replaced descriptor table.
 fn reused_memory(f: &dyn Fabric) -> Check {
     let zero = |h: &Handle, what: &str| -> Check {
         let dirty = contents(f, h)?.iter().filter(|&&b| b != 0).count();
@@ -665,9 +664,9 @@ fn repeated_runs(f: &dyn Fabric) -> Check {
 }
 
 /// Each rank sets a chain that reads 1 MiB from the previous rank (a proxy read: the run waits
-/// for that rank's driver) on channel 0, starts it, and at once, the run in flight, sets a
-/// 4 KiB chain to the next rank on the same channel, which must succeed once the first run is
-/// over; both chains' data must arrive.
+/// for that rank's driver) on channel 0, starts it twice, and at once, the run in flight, sets
+/// a 4 KiB chain to the next rank on the same channel: each must succeed once the run before
+/// it is over; both chains' data must arrive.
 fn set_while_running(f: &dyn Fabric) -> Check {
     const BIG: u64 = 1 << 20;
     const SMALL: u64 = 4096;
@@ -687,6 +686,7 @@ fn set_while_running(f: &dyn Fabric) -> Check {
         ok("set_memcpy", write.set_memcpy(&dsts[next as usize], BIG, &src, BIG, SMALL, flags, 2, round))?;
         ok("desc_set", f.desc_set(0, &read))?;
         ok("start", f.start_dma(0))?;
+        ok("start again while the channel runs", f.start_dma(0))?;
         ok("desc_set while the channel runs", f.desc_set(0, &write))?;
         ok("start the second chain", f.start_dma(0))?;
         ok("wait channel", f.wait_dmac(0))?;
