@@ -32,21 +32,15 @@ extern "C" void tca_smpi_actor_ended(long pid);
 namespace {
 constexpr int deadlock_status = 3;
 
-// The first MPI_Abort of the run: its rank, code and time.
-struct Abort {
+// A rank's request to end the run: its rank, code and time.
+struct Ending {
   bool called = false;
   int rank = 0;
   int code = 0;
   double at = 0;
-} first_abort;
-
-// The first rank that called exit with a status other than 0: its rank, status and time.
-struct Failure {
-  bool exited = false;
-  int rank = 0;
-  int status = 0;
-  double at = 0;
-} first_failure;
+};
+// The first MPI_Abort of the run, and the first exit with a status other than 0.
+Ending first_abort, first_failure;
 
 // The MPI rank of each actor that initialised MPI (an exit after MPI_Finalize has no rank).
 std::map<long, int> rank_of_actor;
@@ -62,12 +56,12 @@ void note_rank()
 // sees exit(status): its low 8 bits.
 void end_with_a_failed_rank()
 {
-  if (!first_failure.exited)
+  if (!first_failure.called)
     return;
   std::fprintf(stderr, "tca: rank %d exited with status %d at %.3f us\n", first_failure.rank,
-               first_failure.status & 0xff, first_failure.at * 1e6);
+               first_failure.code & 0xff, first_failure.at * 1e6);
   std::fflush(nullptr);
-  std::_Exit(first_failure.status & 0xff);
+  std::_Exit(first_failure.code & 0xff);
 }
 
 struct Hooks {
@@ -123,7 +117,7 @@ extern "C" int MPI_Abort(MPI_Comm comm, int code)
 extern "C" [[noreturn]] void smpi_exit(int status)
 {
   auto rank = rank_of_actor.find(simgrid::s4u::this_actor::get_pid());
-  if ((status & 0xff) != 0 && rank != rank_of_actor.end() && !first_failure.exited)
+  if ((status & 0xff) != 0 && rank != rank_of_actor.end() && !first_failure.called)
     first_failure = {true, rank->second, status, simgrid_get_clock()};
   static auto* const smpis = reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "smpi_exit"));
   if (smpis != nullptr)
