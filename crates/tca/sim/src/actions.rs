@@ -7,18 +7,17 @@
 //! | `Kick`                   | `Work::Kick` on the channel                         |                                 |
 //! | `Descriptor`             | `Work::Descriptor` (table in host memory)           |                                 |
 //! | `Write`                  | `Work::Write`                                       | `Posted` -> `handle_write_done`; `Landed` copies bytes |
-//!
-//! A write's bytes are copied to their destination as they land (`Landed`), read at the source
-//! until the write is `Posted`: from then on its run may be reported done and the program may
-//! reuse the source, while the last TLPs are still on their way, so the bytes not yet landed
-//! are kept aside then, as the chip holds them in its datapath and the links.
-//!
 //! | `Notify`                 | `Work::Status` to the slot's word                   | `StatusLanded` -> `handle_notify_arrived` |
 //! | `RegisterProxy`          | PIO of the request into the holder's table          | `PioLanded` -> `handle_proxy_request` |
 //! | `Interrupt`              | PIO to the holder's interrupt word                  | + `host.interrupt_latency` -> `handle_interrupt` |
 //! | `ProxyDone`              | `Work::Status` to the requester's completion word   | `StatusLanded` -> `handle_proxy_done` |
 //! | `ChannelDone`            | `Work::Done`                                        | `Done`: the status register reads done |
 //! | `ChannelFailed`          | (none)                                              |                                 |
+//!
+//! A write's bytes are copied to their destination as they land (`Landed`), read at the source
+//! until the write is `Posted`: from then on its run may be reported done and the program may
+//! reuse the source, while the last TLPs are still on their way, so the bytes not yet landed
+//! are kept aside then, as the chip holds them in its datapath and the links.
 
 use crate::world::{Marker, World};
 use base::SimTime;
