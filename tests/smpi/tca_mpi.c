@@ -79,6 +79,26 @@ int main(int argc, char** argv)
       MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
   }
+  if (strcmp(what, "endless") == 0 || strcmp(what, "spin") == 0) {
+    /* A run that only a signal ends: a ping-pong without end, or rank 0 computing forever
+     * (no call at all) while rank 1 waits in TCA. The line is left in stdio's buffer. */
+    tcaDesc* d = tcaDescNew();
+    CHECK(tcaDescSetMemcpy(d, &all[peer], 0, &h, 0, size, tcaDMANotify, 0, me));
+    CHECK(tcaDescSet(d, 0));
+    printf("rank %d: running until stopped\n", me);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (strcmp(what, "spin") == 0) {
+      if (me == 0)
+        for (volatile unsigned long i = 0;; i++) continue;
+      CHECK(tcaWaitDMARecvDesc(&all[peer], 0, peer));
+    }
+    for (;;) {
+      if (me == 0) CHECK(tcaStartDMADesc(0));
+      CHECK(tcaWaitDMARecvDesc(&all[peer], 0, peer));
+      if (me == 1) CHECK(tcaStartDMADesc(0));
+      CHECK(tcaWaitDMAC(0));
+    }
+  }
   if (strcmp(what, "exit") == 0) {
     if (me == 1) {
       MPI_Finalize();

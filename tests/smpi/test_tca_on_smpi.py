@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -251,6 +252,49 @@ def test_a_deadlock_still_writes_the_trace_and_the_statistics(program, tmp_path)
     assert out.returncode == 3, out.stdout + out.stderr
     assert json.loads(trace.read_text())["traceEvents"], "spans of the run until the deadlock"
     assert json.loads(stats.read_text())["ranks"] == 2
+
+
+@pytest.mark.parametrize("mode", ["endless", "spin"])
+def test_a_run_stopped_by_its_timeout_still_writes_the_trace_and_the_statistics(program, tmp_path, mode):
+    """Stopped while the hardware is busy (a ping-pong without end), or while rank 0 computes
+    forever and SimGrid never runs again: the files cover the run up to the virtual time
+    reached, the ranks' buffered output is kept, and nothing of the run is left."""
+    trace, stats = tmp_path / "t.json", tmp_path / "s.json"
+    options = ("--timeout", "3", "--trace", str(trace), "--stats-json", str(stats))
+    out = run(program, mode, "65536", tca_options=options)
+    assert out.returncode == 124, out.stdout + out.stderr
+    assert "tca run: job exceeded 3 s; stopping it" in out.stderr
+    stopped = re.search(r"tca: simulation stopped by SIGTERM at ([\d.]+)us of the TCA hardware's", out.stderr)
+    assert stopped, out.stderr
+    at = float(stopped.group(1))
+    assert json.loads(stats.read_text())["virtual_time_us"] == at
+    spans = json.loads(trace.read_text())["traceEvents"]
+    assert spans
+    if mode == "endless":
+        assert at > 1000, "a few 64 KiB round trips each ms"
+    assert sorted(re.findall(r"rank \d: running until stopped", out.stdout)) == [
+        "rank 0: running until stopped",
+        "rank 1: running until stopped",
+    ]
+    left = subprocess.run(["pgrep", "-f", str(program)], capture_output=True, text=True)
+    assert left.stdout == "", "the simulation ended with the run"
+
+
+def test_ctrl_c_stops_the_run_with_its_files(program, tmp_path):
+    stats = tmp_path / "s.json"
+    cmd = [*TCA, "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca", "--stats-json", str(stats)]
+    p = subprocess.Popen([*cmd, str(program), "endless", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=3)
+        pytest.fail(f"the run ended by itself: {out}{err}")
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert "tca run: got SIGINT; stopping the ranks" in err
+    # smpirun passes SIGINT on as SIGTERM: either may reach the simulation first.
+    assert re.search(r"tca: simulation stopped by SIG(INT|TERM) at", err), err
+    assert json.loads(stats.read_text())["hardware_events"] > 0
 
 
 def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):

@@ -34,6 +34,9 @@ from tca import TcaError
 MAX_RANKS = 16
 SHM_DIR = Path("/dev/shm")
 GRACE_S = 2.0
+# The simulation of a C program, stopped, writes its trace and statistics first (a trace of a
+# million spans takes seconds).
+SIM_GRACE_S = 10.0
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -185,11 +188,14 @@ def run_smpi(
         exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
         with Job() as job:
             try:
+                # smpirun (a shell script) passes a signal on to the simulation and ends at
+                # once; the process group is what is stopped and waited for.
                 job.start(
                     smpi_platform.smpirun_command(setup, [exe, *program[1:]]),
                     env,
                     None,
                     "the simulation (smpirun)",
+                    group=True,
                 )
                 return job.wait(timeout_s)
             finally:
@@ -234,6 +240,7 @@ class Job:
         self.names: list[str] = []
         self.pidfds: dict[int, int] = {}  # pidfd -> index in procs
         self.signalled: int | None = None
+        self.groups: set[int] = set()  # processes started as the leader of a process group
         self._saved: dict[int, object] = {}
 
     def __enter__(self) -> Job:
@@ -251,20 +258,32 @@ class Job:
         if self.signalled is None:
             self.signalled = signum
         for p in self.procs:
-            if p.returncode is None:
-                try:
-                    p.send_signal(signum)
-                except ProcessLookupError:
-                    pass
+            self._signal(p, signum)
 
-    def start(self, command: list[str], env: dict[str, str], preexec, name: str | None = None) -> None:
-        """Starts one process; ``name`` is how messages call it (default: rank N)."""
+    def _signal(self, p: subprocess.Popen, signum: int) -> None:
+        """Sends ``signum`` to ``p``, or to its whole process group if it leads one."""
+        try:
+            if p.pid in self.groups:
+                os.killpg(p.pid, signum)
+            elif p.returncode is None:
+                p.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    def start(
+        self, command: list[str], env: dict[str, str], preexec, name: str | None = None, group: bool = False
+    ) -> None:
+        """Starts one process; ``name`` is how messages call it (default: rank N). With
+        ``group``, it leads a process group of its own, which signals and :meth:`stop` reach
+        whole, and :meth:`stop` waits for."""
         self.names.append(name or f"rank {len(self.procs)}")
         try:
-            p = subprocess.Popen(command, env=env, preexec_fn=preexec)
+            p = subprocess.Popen(command, env=env, preexec_fn=preexec, start_new_session=group)
         except OSError as e:
             raise TcaError(f"cannot start {command[0]}: {e.strerror}") from e
         self.procs.append(p)
+        if group:
+            self.groups.add(p.pid)
         try:
             self.pidfds[os.pidfd_open(p.pid)] = len(self.procs) - 1
         except (AttributeError, OSError):  # no pidfd here: wait() polls instead
@@ -327,17 +346,32 @@ class Job:
     def stop(self, already_signalled: bool = False) -> None:
         """SIGTERM to every running process (unless a forwarded signal already went), SIGKILL
         to those still running after the grace period."""
-        live = [p for p in self.procs if p.poll() is None]
+        live = [p for p in self.procs if p.poll() is None or (p.pid in self.groups and group_alive(p.pid))]
         if not already_signalled:
             for p in live:
-                try:
-                    p.send_signal(signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + GRACE_S
+                self._signal(p, signal.SIGTERM)
+        deadline = time.monotonic() + (SIM_GRACE_S if self.groups else GRACE_S)
         for p in live:
             try:
                 p.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+            if p.pid in self.groups:
+                while group_alive(p.pid) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                self._signal(p, signal.SIGKILL)
+                self.groups.discard(p.pid)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (one that ended but is not reaped yet, a
+    zombie, does not count: an orphan waits for whatever reaps orphans here)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in "ZX" and int(fields[2]) == pgid:
+            return True
+    return False

@@ -121,7 +121,6 @@ impl SmpiJob {
         SimTime::from_ps((s * 1e12).round() as u64)
     }
 
-    /// What each rank does now, for a deadlock report.
     /// The end of the simulation: what the last `tcaFinalize` does, unless it was done (a rank
     /// returned from `main` without it).
     pub(crate) fn simulation_end(&self) {
@@ -134,6 +133,27 @@ impl SmpiJob {
         }
     }
 
+    /// A stopping signal arrived ([`crate::stop`]): says so, writes the trace and statistics
+    /// up to the hardware's virtual time, and ends the process with status 128 + `signal`.
+    /// Called by the signal's own thread; SimGrid's waits on the lock, if it wants it, until
+    /// the process ends.
+    pub(crate) fn stop(&self, signal: c_int) -> ! {
+        let mut st = self.lock();
+        eprintln!(
+            "tca: simulation stopped by {} at {} of the TCA hardware's virtual time",
+            crate::stop::signal_name(signal),
+            st.scheduler.now()
+        );
+        self.end(&mut st);
+        // SAFETY: fflush(NULL) takes the locks of the streams it flushes (the ranks' output,
+        // in its buffers as a signal's end would lose it); _exit ends every thread.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(128 + signal)
+        }
+    }
+
+    /// What each rank does now, for a deadlock report.
     pub(crate) fn describe(&self) -> String {
         let st = self.lock();
         // SimGrid's clock runs ahead of the TCA world's while ranks only do MPI.

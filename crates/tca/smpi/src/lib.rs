@@ -15,11 +15,15 @@
 //!   (TLPs that found a link direction busy and queued), and `links`, one entry per link
 //!   direction or throughput limit of the platform,
 //!   `{"link": name, "stalled_tlps": n, "busy_us": x, "tlps": n}`.
+//!
+//! SIGTERM, SIGINT and SIGHUP end the run with the trace and statistics written up to the
+//! virtual time reached (module `stop`).
 
 #![warn(missing_docs)]
 
 mod job;
 mod simgrid;
+mod stop;
 
 use job::SmpiJob;
 use std::ffi::c_int;
@@ -164,6 +168,7 @@ pub fn join() -> FabricResult<SimRank> {
                     drop(slot);
                     let host = std::env::var("TCA_SMPI_MODEL_HOST").ok().and_then(|h| std::ffi::CString::new(h).ok());
                     job.start_model(host.as_deref());
+                    stop::watch(job.clone());
                     job
                 }
             }
