@@ -283,7 +283,9 @@ def test_a_run_stopped_by_its_timeout_still_writes_the_trace_and_the_statistics(
 def test_ctrl_c_stops_the_run_with_its_files(program, tmp_path):
     stats = tmp_path / "s.json"
     cmd = [*TCA, "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca", "--stats-json", str(stats)]
-    p = subprocess.Popen([*cmd, str(program), "endless", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [*cmd, str(program), "endless", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         out, err = p.communicate(timeout=3)
         pytest.fail(f"the run ended by itself: {out}{err}")

@@ -28,7 +28,13 @@ def add_parser(subparsers) -> None:
         choices=["none", "core"],
         help="core: pin rank r to the r-th CPU, like mpirun --bind-to core (default: none)",
     )
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the job after this long")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop the job after this long (status 124); on the simulator, --trace and --stats-json "
+        "are written up to the virtual time reached",
+    )
     p.add_argument("--platform", help="simulated platform for --fabric sim (default: peach2-testbed-2013)")
     c = p.add_argument_group("C programs on the simulator (built with `tca cc`, run under SimGrid SMPI)")
     c.add_argument(
