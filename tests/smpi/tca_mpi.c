@@ -142,8 +142,10 @@ int main(int argc, char** argv)
   if (strcmp(what, "reinit") == 0) {
     CHECK(tcaFinalize());
     tcaresult again = tcaInit();
-    void* p;
-    printf("rank %d: tcaInit again %d, tcaMalloc %d\n", me, again, tcaMalloc(&p, 64, tcaMemoryCPU));
+    void *p, *g;
+    tcaresult malloced = tcaMalloc(&p, 64, tcaMemoryCPU);
+    cudaError_t cuda = cudaMalloc(&g, 64);
+    printf("rank %d: tcaInit again %d, tcaMalloc %d, cudaMalloc %s\n", me, again, malloced, cudaGetErrorName(cuda));
     MPI_Finalize();
     return 0;
   }

@@ -174,8 +174,11 @@ def test_a_rank_that_finalized_cannot_join_again(program):
     out = run(program, "reinit")
     assert out.returncode == 0, out.stdout + out.stderr
     for rank in (0, 1):
-        assert f"rank {rank}: tcaInit again 11, tcaMalloc 11" in out.stdout, out.stdout
-    assert "cannot join the TCA job again" in out.stderr
+        line = f"rank {rank}: tcaInit again 11, tcaMalloc 11, cudaMalloc cudaErrorInitializationError"
+        assert line in out.stdout, out.stdout
+    # Each error line names the call that tried to join.
+    for who in ("tcaInit", "CUDA runtime"):
+        assert f"{who}: TCA is not initialised: this rank called tcaFinalize: it cannot join" in out.stderr
 
 
 GONE = (
@@ -361,6 +364,14 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
     assert out.returncode == 2 and "was not built with `tca cc`" in out.stderr
     out = subprocess.run([*TCA, "run", "-n", "2", "--no-gdr", str(plain)], capture_output=True, text=True)
     assert out.returncode == 2 and "apply to --fabric sim only" in out.stderr
+    built = tmp_path / "built"
+    subprocess.run([*TCA, "cc", str(tmp_path / "plain.c"), "-o", str(built)], check=True)
+    built.chmod(0o644)
+    for fabric in ("sim", "shm"):
+        out = subprocess.run(
+            [*TCA, "run", "-n", "1", "--fabric", fabric, str(built)], capture_output=True, text=True
+        )
+        assert out.returncode == 2 and f"cannot start {built}: Permission denied" in out.stderr, out.stderr
 
 
 def test_a_cpp_program_builds_and_runs(tmp_path):

@@ -171,6 +171,9 @@ def run_smpi(
             f"{program[0]} was not built with `tca cc` (it does not link SimGrid); "
             "build it with `tca cc`, or run it on the shm fabric"
         )
+    if not os.access(program[0], os.X_OK):
+        # SimGrid loads the program as a library, which needs no execute bit; mpirun does.
+        raise TcaError(f"cannot start {program[0]}: Permission denied (not executable)")
     if shutil.which("smpirun") is None:
         raise TcaError("--fabric sim for C programs needs SimGrid's smpirun: run `make smpi`")
     path = platforms.resolve(platform)

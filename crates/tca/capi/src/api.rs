@@ -104,7 +104,7 @@ fn with_desc<T>(d: *mut c_void, f: impl FnOnce(&mut Desc) -> Result<T, CErr>) ->
 /// `tcaInit`: joins the job on the fabric `TCA_FABRIC` names (see [`crate::registry`]).
 #[no_mangle]
 pub extern "C-unwind" fn tcaInit() -> c_int {
-    run(|| registry::init(&registry::chosen_name()))
+    run(|| registry::init(&registry::chosen_name(), "tcaInit"))
 }
 
 /// `tcaFinalize`: the fabric's blocks are forgotten with it.

@@ -38,7 +38,7 @@ pub extern "C-unwind" fn tca_cuda_caller() -> u64 {
 /// Calls `f` with the calling thread's fabric, joining the job first if the thread has not.
 fn with_joined<T>(f: impl FnOnce(&dyn Fabric) -> Result<T, CErr>) -> Result<T, CErr> {
     match with_fabric(|fab| Ok(fab.node_id()?)) {
-        Err(CErr::Tca(TcaError::NotInitialized)) => registry::init(&registry::chosen_name())?,
+        Err(CErr::Tca(TcaError::NotInitialized)) => registry::init(&registry::chosen_name(), "CUDA runtime")?,
         Err(e) => return Err(e),
         Ok(_) => {}
     }

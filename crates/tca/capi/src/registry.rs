@@ -126,13 +126,13 @@ fn actor_fabric() -> Option<Arc<dyn Fabric>> {
     actors.iter().find(|(pid, _)| *pid == me).map(|(_, f)| Arc::clone(f))
 }
 
-/// `tcaInit` on the `smpi` fabric.
-fn init_smpi() -> Result<(), CErr> {
+/// `tcaInit` on the `smpi` fabric; errors are said as `who`'s.
+fn init_smpi(who: &str) -> Result<(), CErr> {
     if actor_fabric().is_some() {
         return Ok(());
     }
     let rank = tca_smpi::join().map_err(|e| {
-        say(format!("tcaInit: {e}"));
+        say(format!("{who}: {e}"));
         CErr::from(e)
     })?;
     let me = tca_smpi::caller().ok_or(CErr::Tca(TcaError::NotInitialized))?;
@@ -146,10 +146,11 @@ fn factory(name: &str) -> Option<Arc<FabricFactory>> {
 }
 
 /// `tcaInit` for the fabric `name` (`TCA_FABRIC`, or `shm` when unset). A second call while
-/// the rank is in the job does nothing.
-pub(crate) fn init(name: &str) -> Result<(), CErr> {
+/// the rank is in the job does nothing. `who` joins: the line on stderr that explains an
+/// error starts with it (`tcaInit`, or the CUDA runtime's call that joins first).
+pub(crate) fn init(name: &str, who: &str) -> Result<(), CErr> {
     if name == SMPI {
-        return init_smpi();
+        return init_smpi(who);
     }
     if PROCESS.get().is_some() || THREAD.with(|t| t.borrow().is_some()) {
         // A second tcaInit is harmless while the job runs; after tcaFinalize the shm rank
@@ -162,7 +163,7 @@ pub(crate) fn init(name: &str) -> Result<(), CErr> {
             return Ok(());
         }
         let fabric = ShmFabric::init().map_err(|e| {
-            say(format!("tcaInit: {e}"));
+            say(format!("{who}: {e}"));
             CErr::Tca(e.error)
         })?;
         let _ = PROCESS.set(fabric);
@@ -171,13 +172,13 @@ pub(crate) fn init(name: &str) -> Result<(), CErr> {
     }
     let Some(make) = factory(name) else {
         say(format!(
-            "tcaInit: TCA_FABRIC={name:?} is not a fabric of this process (it has: {})",
+            "{who}: TCA_FABRIC={name:?} is not a fabric of this process (it has: {})",
             fabric_names().join(", ")
         ));
         return Err(CErr::Abi(TCA_ERROR_UNKNOWN_FABRIC));
     };
     let fabric = make().map_err(|e| {
-        say(format!("tcaInit: fabric {name}: {e}"));
+        say(format!("{who}: fabric {name}: {e}"));
         CErr::from(e)
     })?;
     THREAD.with(|t| *t.borrow_mut() = Some(fabric));
