@@ -162,6 +162,24 @@ mod tests {
         assert_eq!(run(Op::Lxor), [0, 0, 1, 0]);
     }
 
+    /// MAX and MIN compare with `>` and `<`: a NaN folded in later is dropped, a NaN first in
+    /// the fold (rank 0's) stays (docs/collectives.md), for every floating-point type.
+    #[test]
+    fn a_nan_stays_only_where_the_fold_starts() {
+        let f64s = |v: &[f64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let lds = |v: &[f64]| v.iter().flat_map(|&x| long_double_from_f64(x)).collect::<Vec<u8>>();
+        for op in [Op::Max, Op::Min] {
+            let got =
+                fold(DataType::Double, op, [f64s(&[f64::NAN, 1.0]), f64s(&[1.0, f64::NAN])].iter().map(|b| &b[..]));
+            let got: Vec<f64> = got.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+            assert!(got[0].is_nan() && got[1] == 1.0, "{op:?}: {got:?}");
+            let got =
+                fold(DataType::LongDouble, op, [lds(&[f64::NAN, 1.0]), lds(&[1.0, f64::NAN])].iter().map(|b| &b[..]));
+            let got: Vec<f64> = got.chunks(16).map(|c| long_double_to_f64(c.try_into().unwrap())).collect();
+            assert!(got[0].is_nan() && got[1] == 1.0, "{op:?}: {got:?}");
+        }
+    }
+
     #[test]
     fn long_double_arithmetic_is_c_long_double() {
         let a: Vec<u8> = [1.5f64, 2.0, -1.0].iter().flat_map(|&x| long_double_from_f64(x)).collect();
