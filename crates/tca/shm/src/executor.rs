@@ -5,10 +5,11 @@
 //! scheduled.
 
 use crate::fabric::{lock, Inner};
-use crate::ring::{encode_notify, Producer};
+use crate::ring::{encode_notify, Producer, MSG_BYTES};
 use crate::segment::Segment;
 use crate::sys;
 use crate::wait::Backoff;
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tca_proto::descriptor::{Descriptor, DESCRIPTOR_BYTES};
@@ -356,22 +357,63 @@ impl Inner {
         }
     }
 
-    /// Pushes a proxy-read message into `dst`'s message ring for this rank and wakes `dst`'s
-    /// engine thread; waits while the ring is full. `false` as for [`Inner::push_notify`].
+    /// Sends a proxy-read message to `dst`: into `dst`'s message ring for this rank, waking
+    /// `dst`'s engine thread. A message that finds the ring full (its owner alive but not
+    /// draining it: stopped in a debugger, or without a CPU for a while) waits in this rank's
+    /// outbox for `dst`, behind which every later message to `dst` waits too, and the engine
+    /// thread sends it once there is room ([`Inner::send_outboxes`]). Nothing waits here, and
+    /// a live rank is not taken for dead; whoever waits for the answer has its own timeout.
+    /// `false` when `dst` is dead (what waited for it is dropped).
     fn push_msg(&self, dst: u16, m: &ProxyMsg) -> bool {
-        let _producer = self.producers[dst as usize].lock();
+        let mut outbox = lock(&self.outbox[dst as usize]);
+        outbox.push_back(m.encode());
+        self.send_outbox(dst, &mut outbox)
+    }
+
+    /// Moves what `outbox` (`dst`'s, locked) holds into `dst`'s ring, in order, as far as
+    /// there is room; `false` when `dst` is dead.
+    fn send_outbox(&self, dst: u16, outbox: &mut VecDeque<[u8; MSG_BYTES]>) -> bool {
         let seg = &self.segs[dst as usize];
-        let entry = m.encode();
-        let start = Instant::now();
-        while !seg.msg_ring(self.cfg.rank).push(&entry) {
-            if !self.peer_alive(dst) || start.elapsed() > self.cfg.timeout {
-                return false;
+        let ring = seg.msg_ring(self.cfg.rank);
+        let mut sent = false;
+        while let Some(entry) = outbox.front() {
+            if !ring.push(entry) {
+                break;
             }
-            std::thread::sleep(Duration::from_micros(50));
+            outbox.pop_front();
+            sent = true;
         }
-        let h = seg.header();
-        Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        if sent {
+            let h = seg.header();
+            Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        }
+        let bit = 1 << dst.min(31);
+        if outbox.is_empty() {
+            self.outbox_waiting.fetch_and(!bit, Ordering::AcqRel);
+            return true;
+        }
+        if !self.peer_alive(dst) {
+            outbox.clear();
+            self.outbox_waiting.fetch_and(!bit, Ordering::AcqRel);
+            return false;
+        }
+        self.outbox_waiting.fetch_or(bit, Ordering::AcqRel);
         true
+    }
+
+    /// Sends what waits in the outboxes (the engine thread, at every turn); true while some
+    /// of it still finds no room.
+    fn send_outboxes(&self) -> bool {
+        let mut waiting = self.outbox_waiting.load(Ordering::Acquire);
+        while waiting != 0 {
+            let dst = waiting.trailing_zeros() as u16;
+            waiting &= waiting - 1;
+            let alive = self.send_outbox(dst, &mut lock(&self.outbox[dst as usize]));
+            if !alive {
+                self.mark_dead(dst);
+            }
+        }
+        self.outbox_waiting.load(Ordering::Acquire) != 0
     }
 
     /// The DMA engine thread: carries out the engine's actions as they come, sleeping on the
@@ -383,6 +425,7 @@ impl Inner {
         let mut idle: Option<Backoff> = None;
         loop {
             let bell = h.engine_bell.0.load(Ordering::Acquire);
+            let outbox_waits = self.send_outboxes();
             if self.progress(&mut work) {
                 idle = None;
                 continue;
@@ -396,7 +439,9 @@ impl Inner {
             }
             h.engine_waiters.0.store(1, Ordering::SeqCst);
             if h.engine_bell.0.load(Ordering::SeqCst) == bell {
-                sys::futex_wait(&h.engine_bell.0, bell, Duration::from_millis(50));
+                // Nobody rings when a peer's ring gets room: look again soon.
+                let nap = if outbox_waits { Duration::from_millis(1) } else { Duration::from_millis(50) };
+                sys::futex_wait(&h.engine_bell.0, bell, nap);
             }
             h.engine_waiters.0.store(0, Ordering::SeqCst);
         }

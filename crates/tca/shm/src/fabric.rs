@@ -7,11 +7,11 @@
 use crate::boot;
 use crate::config::{Config, ConfigError};
 use crate::replay::Replays;
-use crate::ring::Producer;
+use crate::ring::{Producer, MSG_BYTES};
 use crate::segment::{state, Segment, HEAP};
 use crate::store_lock::StoreLock;
 use crate::wait::WaitPolicy;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -62,6 +62,11 @@ pub(crate) struct Inner {
     /// A [`StoreLock`]: a caller that has just written a payload and a notification into a
     /// peer's segment gives it back without waiting for those stores ([`crate::inline`]).
     pub producers: Vec<StoreLock<Producer>>,
+    /// Per destination node, the proxy-read messages that found its message ring full, in
+    /// order; the lock is also the ring's producer lock ([`Inner::push_msg`]).
+    pub outbox: Vec<Mutex<VecDeque<[u8; MSG_BYTES]>>>,
+    /// Bit per destination node whose outbox holds messages: the engine thread sends them.
+    pub outbox_waiting: AtomicU32,
     /// A thread of this process offers a share of a write to each destination node
     /// ([`crate::shared_copy`]).
     pub offering: Vec<AtomicBool>,
@@ -193,6 +198,8 @@ impl ShmFabric {
             tables: Mutex::new([None; CHANNELS]),
             chain_bytes: Default::default(),
             producers: (0..size).map(|_| StoreLock::new(Producer::default())).collect(),
+            outbox: (0..size).map(|_| Mutex::new(VecDeque::new())).collect(),
+            outbox_waiting: AtomicU32::new(0),
             offering: (0..size).map(|_| AtomicBool::new(false)).collect(),
             splits: (0..size).map(|_| Default::default()).collect(),
             abandoned: (0..size).map(|_| AtomicBool::new(false)).collect(),

@@ -283,6 +283,12 @@ fn an_allocation_larger_than_dev_shm_is_out_of_memory() {
 }
 
 #[test]
+fn a_rank_stopped_while_a_peer_reads_its_memory_answers_once_resumed() {
+    let o = run("stalled-holder", 2, &[("TCA_TIMEOUT_MS", "500")]);
+    assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);
+}
+
+#[test]
 fn a_live_receiver_that_lets_its_ring_fill_times_the_sender_out() {
     let o = run("full-ring", 2, &[("TCA_TIMEOUT_MS", "500")]);
     assert!(o.codes.iter().all(|c| *c == Some(0)), "{:?}\n{}", o.codes, o.out);

@@ -781,11 +781,7 @@ fn main() -> ExitCode {
         "repeated-runs" => repeated_runs(&f),
         "set-while-running" => set_while_running(&f),
         "shared-copy" => shared_copy(&f),
-        "self-notify" => stalls::self_notify(&f),
-        "abandoned-share" => stalls::abandoned_share(&f),
-        "wait-beside-finished" => stalls::wait_beside_finished(&f),
-        "full-ring" => stalls::full_ring(&f),
-        other => Err(format!("unknown scenario {other:?}")),
+        other => stalls::by_name(other, &f).unwrap_or_else(|| Err(format!("unknown scenario {other:?}"))),
     };
     match r {
         Ok(()) => {

@@ -1,13 +1,26 @@
 //! Scenarios of waits and shared copies when a thread or a process stops for a while: a
 //! waiter woken before its notification is in the engine, a wait beside a rank that finished,
 //! a receiver's waiter stopped in the middle of a share, a receiver that takes no
-//! notification while its ring fills.
+//! notification while its ring fills, a rank stopped while a peer reads its memory.
 
 use super::{buffer, ck, contents, exchange, fill, fill_at, me_n, ok, Check, Code};
+use tca_proto::Handle;
 use std::time::Instant;
 use tca_proto::{Desc, DmaFlags, Fabric, MemoryType, TcaError};
 use tca_shm::ring::RING_SLOTS;
 use tca_shm::ShmFabric;
+
+/// The scenario of this module called `name`, run; `None` for a name of none of them.
+pub(crate) fn by_name(name: &str, f: &ShmFabric) -> Option<Check> {
+    Some(match name {
+        "self-notify" => self_notify(f),
+        "abandoned-share" => abandoned_share(f),
+        "wait-beside-finished" => wait_beside_finished(f),
+        "full-ring" => full_ring(f),
+        "stalled-holder" => stalled_holder(f),
+        _ => return None,
+    })
+}
 
 /// A chain that notifies this rank itself, large enough for the rank's engine thread to carry
 /// it out, kicked again and again: every wait finds its notification (the test sets a short
@@ -162,23 +175,6 @@ pub(crate) fn full_ring(f: &ShmFabric) -> Check {
     let srcs = exchange(f, &src)?;
     let flags = exchange(f, &flag)?;
     let timeout = f.config().timeout;
-    let set = [7u8; 4];
-    // `tell` sets a peer's flag; `hear` waits for this rank's, again after each timeout.
-    let tell = |peer: u16| -> Check {
-        let region = ok("pio region", f.set_pio_region(&flags[peer as usize], 0, 4))?;
-        ok("set flag", f.send_pio(&region, 0, &set))?;
-        ok("commit", f.send_pio_commit())
-    };
-    let hear = |peer: u16| -> Check {
-        for _ in 0..40 {
-            match f.wait_pio(&flag, 0, &set, Some(peer)).code() {
-                Ok(()) => return Ok(()),
-                Err(TcaError::Timeout) => {}
-                Err(e) => return Err(format!("wait for rank {peer}'s flag: {e:?}")),
-            }
-        }
-        Err(format!("rank {peer} never set the flag"))
-    };
     if me == 0 {
         let mut small = Desc::new();
         ok("set_memcpy", small.set_memcpy(&dsts[1], 0, &src, 0, 8, DmaFlags::NOTIFY, 1, 5))?;
@@ -202,18 +198,101 @@ pub(crate) fn full_ring(f: &ShmFabric) -> Check {
             std::thread::sleep(timeout * 3 / 2);
             ck("wait channel again, the ring full", f.wait_dmac(1), TcaError::Timeout)?;
         }
-        tell(1)?;
+        tell(f, &flags[1])?;
         ok("start once rank 1 consumes", f.start_dma(0))?;
         ok("wait channel once rank 1 consumes", f.wait_dmac(0))?;
-        hear(1)?;
+        hear(f, &flag, 1)?;
     } else {
-        hear(0)?;
+        hear(f, &flag, 0)?;
         for n in 0..=RING_SLOTS {
             ok(&format!("wait recv {n}"), f.wait_dma_recv(&srcs[0], 1, 5))?;
         }
         ck("the notification that found no room", f.wait_dma_recv(&srcs[0], 1, 6), TcaError::Timeout)?;
         ck("one notification too many", f.wait_dma_recv(&srcs[0], 1, 5), TcaError::Timeout)?;
-        tell(0)?;
+        tell(f, &flags[0])?;
     }
+    ok("finalize", f.finalize())
+}
+
+const FLAG: [u8; 4] = [7; 4];
+
+/// Sets a peer's flag (its `flag` buffer, by PIO), for [`hear`].
+fn tell(f: &dyn Fabric, peer_flag: &Handle) -> Check {
+    let region = ok("pio region", f.set_pio_region(peer_flag, 0, 4))?;
+    ok("set flag", f.send_pio(&region, 0, &FLAG))?;
+    ok("commit", f.send_pio_commit())
+}
+
+/// Waits for `peer` to set this rank's flag, again after each timeout (the scenarios stop
+/// ranks for longer than it).
+fn hear(f: &dyn Fabric, flag: &Handle, peer: u16) -> Check {
+    for _ in 0..40 {
+        match f.wait_pio(flag, 0, &FLAG, Some(peer)).code() {
+            Ok(()) => return Ok(()),
+            Err(TcaError::Timeout) => {}
+            Err(e) => return Err(format!("wait for rank {peer}'s flag: {e:?}")),
+        }
+    }
+    Err(format!("rank {peer} never set the flag"))
+}
+
+/// 2 ranks: rank 0 reads rank 1's memory with a chain of 40 entries issued together
+/// (`CONTINUE`), each a proxy read: 80 messages (request and interrupt), more than rank 1's
+/// message ring holds, while rank 1 is stopped (SIGSTOP from rank 0) for longer than the
+/// timeout. The start does not wait for room, the channel's wait times out, and rank 1 is not
+/// taken for dead: resumed, it gets the messages that waited and answers them (those beyond
+/// its table of 16 requests with `OutOfMemory`), and a later read brings its bytes.
+pub(crate) fn stalled_holder(f: &ShmFabric) -> Check {
+    const ENTRIES: u64 = 40;
+    const PIECE: u64 = 64;
+    let (me, _) = me_n(f)?;
+    let (_, src) = buffer(f, ENTRIES * PIECE, MemoryType::Cpu)?;
+    let (_, dst) = buffer(f, ENTRIES * PIECE, MemoryType::Cpu)?;
+    let (_, flag) = buffer(f, 64, MemoryType::Cpu)?;
+    fill_at(f, &src, 0, ENTRIES * PIECE, 5 << 8 | u64::from(me))?;
+    let srcs = exchange(f, &src)?;
+    let flags = exchange(f, &flag)?;
+    let pids = ok("allgather", f.allgather(&std::process::id().to_le_bytes()))?;
+    let timeout = f.config().timeout;
+    if me == 1 {
+        hear(f, &flag, 0)?;
+        return ok("finalize", f.finalize());
+    }
+    let pid1 = i32::from_le_bytes(pids[4..8].try_into().expect("4 bytes a rank"));
+    let mut pieces = Desc::new();
+    for i in 0..ENTRIES {
+        let at = i * PIECE;
+        ok("set_memcpy", pieces.set_memcpy(&dst, at, &srcs[1], at, PIECE, DmaFlags::CONTINUE, 0, 0))?;
+    }
+    ok("desc_set", f.desc_set(0, &pieces))?;
+    // SAFETY: signals a rank of this job, which is resumed below.
+    unsafe { libc::kill(pid1, libc::SIGSTOP) };
+    let t = Instant::now();
+    let started = f.start_dma(0);
+    let start_took = t.elapsed();
+    let waited = f.wait_dmac(0);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid1, libc::SIGCONT) };
+    ok("start, rank 1 stopped", started)?;
+    if start_took > timeout / 2 {
+        return Err(format!("the start waited {start_took:?} for room in the stopped rank's ring"));
+    }
+    ck("wait channel, rank 1 stopped", waited, TcaError::Timeout)?;
+    let resumed = f.wait_dmac(0).code();
+    if !matches!(resumed, Ok(()) | Err(TcaError::OutOfMemory)) {
+        return Err(format!("wait channel, rank 1 resumed: {resumed:?}"));
+    }
+    let mut whole = Desc::new();
+    ok("set_memcpy", whole.set_memcpy(&dst, 0, &srcs[1], 0, ENTRIES * PIECE, DmaFlags::NONE, 0, 0))?;
+    ok("desc_set", f.desc_set(1, &whole))?;
+    ok("read again", f.start_dma(1))?;
+    ok("wait again", f.wait_dmac(1))?;
+    let mut want = vec![0u8; (ENTRIES * PIECE) as usize];
+    fill(&mut want, 5 << 8 | 1);
+    if contents(f, &dst)? != want {
+        return Err("the read of the resumed rank's memory did not bring its bytes".into());
+    }
+    println!("rank 0: the start took {start_took:?}; resumed, rank 1 answered {resumed:?}");
+    tell(f, &flags[1])?;
     ok("finalize", f.finalize())
 }
