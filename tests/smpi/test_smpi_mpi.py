@@ -1,7 +1,7 @@
 """MPI on SimGrid SMPI costs what MVAPICH2(-GDR) costs on HA-PACS/TCA (docs/smpi.md).
 
 The programs here are compiled with smpicc, the GPU-cost header force-included and the test
-double of the CUDA runtime linked, then run by smpirun on the platform tca.peach.smpi_platform
+double of the CUDA runtime linked, then run by SimGrid's smpimain on the platform tca.peach.smpi_platform
 generates.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tca import TcaError
 from tca.peach.baselines import BASELINES, load_params
-from tca.peach.smpi_platform import CONFIG_ENV, host_name, prepare, smpirun_command
+from tca.peach.smpi_platform import CONFIG_ENV, host_name, prepare, smpimain_command
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -46,7 +46,7 @@ def compile_program(source: Path, out: Path) -> Path:
 
 def run(setup, program: list[str]) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        smpirun_command(setup, program),
+        smpimain_command(setup, program),
         env=os.environ | setup.env,
         capture_output=True,
         text=True,

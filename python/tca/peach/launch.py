@@ -10,10 +10,10 @@ forwarded to the ranks, which get the same grace period. Afterwards it removes a
 
 ``--fabric sim --platform P`` runs a Python program written with ``tca.peach.program.main`` once, with
 ``TCA_FABRIC=sim``, ``TCA_SIZE=N`` and ``TCA_PLATFORM=P``: its N ranks run as threads against the
-simulated platform's virtual clock. A C program built with ``tca cc`` runs under SimGrid's
-``smpirun`` on the platform :mod:`tca.peach.smpi_platform` generates (MPI costs of MVAPICH2 on
-the platform's InfiniBand), with ``TCA_FABRIC=smpi``: its TCA calls drive the simulated fabric on
-SimGrid's clock (:mod:`tca.peach.cc`).
+simulated platform's virtual clock. A C program built with ``tca cc`` runs under SimGrid
+SMPI (``smpimain``, as ``smpirun`` starts it) on the platform :mod:`tca.peach.smpi_platform`
+generates (MPI costs of MVAPICH2 on the platform's InfiniBand), with ``TCA_FABRIC=smpi``: its
+TCA calls drive the simulated fabric on SimGrid's clock (:mod:`tca.peach.cc`).
 """
 
 from __future__ import annotations
@@ -160,8 +160,7 @@ def links_simgrid(program: str) -> bool:
 def run_smpi(
     nranks: int, program: list[str], platform: str, timeout_s: float | None, opts: SimOptions
 ) -> int:
-    """Runs a C program built with ``tca cc`` under smpirun on the simulated platform."""
-    import shutil
+    """Runs a C program built with ``tca cc`` under SimGrid SMPI on the simulated platform."""
     import tempfile
 
     from tca.peach import platforms, smpi_platform
@@ -174,8 +173,8 @@ def run_smpi(
     if not os.access(program[0], os.X_OK):
         # SimGrid loads the program as a library, which needs no execute bit; mpirun does.
         raise TcaError(f"cannot start {program[0]}: Permission denied (not executable)")
-    if shutil.which("smpirun") is None:
-        raise TcaError("--fabric sim for C programs needs SimGrid's smpirun: run `make smpi`")
+    if "--" in program[1:]:
+        raise TcaError("a program on the simulator cannot get the argument `--`: SimGrid drops it")
     path = platforms.resolve(platform)
     with tempfile.TemporaryDirectory(prefix="tca-smpi-") as work:
         setup = smpi_platform.prepare(path, nranks, Path(work), compute=opts.compute, gdr=opts.gdr)
@@ -191,13 +190,13 @@ def run_smpi(
         exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
         with Job() as job:
             try:
-                # smpirun (a shell script) passes a signal on to the simulation and ends at
-                # once; the process group is what is stopped and waited for.
+                # Its process group is what is signalled, stopped and waited for: whatever
+                # the program starts ends with it.
                 job.start(
-                    smpi_platform.smpirun_command(setup, [exe, *program[1:]]),
+                    smpi_platform.smpimain_command(setup, [exe, *program[1:]]),
                     env,
                     None,
-                    "the simulation (smpirun)",
+                    "the simulation (SimGrid's smpimain)",
                     group=True,
                 )
                 return job.wait(timeout_s)

@@ -2,7 +2,7 @@
 on the real one (``docs/smpi.md``)::
 
     setup = prepare("ha-pacs-tca", ranks=4, workdir=Path("run"))
-    subprocess.run(smpirun_command(setup, ["./prog", "arg"]), env=os.environ | setup.env)
+    subprocess.run(smpimain_command(setup, ["./prog", "arg"]), env=os.environ | setup.env)
 
 The platform TOML is the one source of the numbers: ``[baselines.node]``, ``[baselines.cuda]``
 and ``[baselines.mvapich2]`` (the MVAPICH2 paths, calibrated to seed 001) and ``[baselines.smpi]``
@@ -25,6 +25,10 @@ Host-memory costs are SMPI's; GPU-buffer costs are the wrapper's, charged on top
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +52,7 @@ MODEL_HOST_ENV = "TCA_SMPI_MODEL_HOST"
 
 @dataclass(frozen=True)
 class SmpiSetup:
-    """Files and options for one ``smpirun``."""
+    """Files, options and environment of one simulation (:func:`smpimain_command`)."""
 
     platform_xml: Path
     hostfile: Path
@@ -262,25 +266,51 @@ def prepare(
     hostfile.write_text("".join(f"{host_name(i)}\n" for i in range(ranks)))
     conf = workdir / CONFIG_NAME
     conf.write_text(gpu_config(path, gdr))
-    env = {CONFIG_ENV: str(conf.resolve()), MODEL_HOST_ENV: host_name(loaded.nodes)}
+    env = {
+        CONFIG_ENV: str(conf.resolve()),
+        MODEL_HOST_ENV: host_name(loaded.nodes),
+        # As smpirun sets them: SMPI's copies of the program for privatization are in its
+        # tmpdir, and programs may read the job's size before MPI_Init.
+        "SMPI_GLOBAL_SIZE": str(ranks),
+        "LD_LIBRARY_PATH": ":".join(filter(None, [tempfile.gettempdir(), os.environ.get("LD_LIBRARY_PATH")])),
+    }
     return SmpiSetup(xml, hostfile, smpi_cfg(path, compute, speed), env)
 
 
-def smpirun_command(setup: SmpiSetup, program: list[str]) -> list[str]:
-    """The ``smpirun`` command line; run it with ``setup.env`` added to the environment."""
+def smpimain() -> str:
+    """SimGrid's SMPI launcher, the binary that the ``smpirun`` script runs."""
+    script = shutil.which("smpirun")
+    if script is None:
+        raise TcaError("--fabric sim for C programs needs SimGrid's smpirun: run `make smpi`")
+    found = re.search(r'"(/[^"\s]*/smpimain)"', Path(script).read_text(errors="replace"))
+    if found is None or not os.access(found.group(1), os.X_OK):
+        raise TcaError(f"{script} names no smpimain that can be run (SimGrid's SMPI is not installed whole)")
+    return found.group(1)
+
+
+def smpimain_command(setup: SmpiSetup, program: list[str]) -> list[str]:
+    """The command line of one simulation: SimGrid's ``smpimain`` with what ``smpirun`` would
+    give it; run it with ``setup.env`` added to the environment.
+
+    Not through ``smpirun``: that script hands the program's arguments on through an unquoted
+    shell expansion (split at spaces, empty ones dropped, patterns expanded) and keeps those
+    that look like ``--cfg=`` or ``--log=`` for SimGrid. Here they follow ``--``, after which
+    SimGrid takes none as its own; it drops every ``--`` though, so a program's own ``--``
+    cannot reach it (:func:`tca.peach.launch.run_smpi` refuses it).
+    """
     if not program:
         raise TcaError("no program to run")
     ranks = len(setup.hostfile.read_text().split())
-    cfg = [f"--cfg={c}" for c in setup.cfg]
     return [
-        "smpirun",
-        "-np",
-        str(ranks),
-        "-platform",
-        str(setup.platform_xml),
-        "-hostfile",
-        str(setup.hostfile),
-        *cfg,
+        smpimain(),
+        program[0],
+        f"--cfg=smpi/np:{ranks}",
+        f"--cfg=smpi/hostfile:{setup.hostfile}",
+        "--cfg=surf/precision:1e-9",
+        f"--cfg=smpi/tmpdir:{tempfile.gettempdir()}",
+        *(f"--cfg={c}" for c in setup.cfg),
         "--log=xbt_cfg.thresh:warning",
-        *program,
+        str(setup.platform_xml),
+        "--",
+        *program[1:],
     ]
