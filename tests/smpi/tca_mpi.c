@@ -112,6 +112,11 @@ int main(int argc, char** argv)
     return 0;
   }
   if (strncmp(what, "abort", 5) == 0) {
+    if (strcmp(what, "abort-after-split") == 0) {
+      MPI_Comm half;
+      MPI_Comm_split(MPI_COMM_WORLD, me, 0, &half);
+      if (me == 0) MPI_Barrier(MPI_COMM_WORLD);
+    }
     if (me == 0) {
       if (strcmp(what, "abort-in-cuda") == 0)
         for (;;) cudaMemcpy(buf, host, size, cudaMemcpyHostToDevice);

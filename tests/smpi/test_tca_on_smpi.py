@@ -320,12 +320,13 @@ def test_a_deadlock_inside_tca_is_an_error_the_program_gets(program):
     assert out.stdout.count("deadlock: every rank waits and nothing can change") == 2
 
 
-@pytest.mark.parametrize("mode", ["abort", "abort-in-cuda", "abort-in-coll"])
+@pytest.mark.parametrize("mode", ["abort", "abort-in-cuda", "abort-in-coll", "abort-after-split"])
 def test_mpi_abort_ends_every_rank_and_the_run_with_its_code(program, mode):
     """Rank 1 calls MPI_Abort(MPI_COMM_WORLD, 5) while rank 0 waits in tcaWaitDMARecvDesc (or
-    copies in cudaMemcpy, or waits in tcaCollAllgather): SimGrid kills rank 0 inside libtca,
-    which lets the kill pass, and the run ends with status 5, as under mpirun (smpirun alone
-    exits 0)."""
+    copies in cudaMemcpy, or waits in tcaCollAllgather, or in MPI_Barrier after an
+    MPI_Comm_split): SimGrid kills rank 0 inside libtca, which lets the kill pass, and the run
+    ends with status 5, as under mpirun (SMPI alone exits 0, and after a split it left rank 0
+    waiting: a deadlock)."""
     out = run(program, mode, "16M")
     assert out.returncode == 5, out.stdout + out.stderr
     aborted = float(re.search(r"rank 1: aborts at ([\d.]+) us", out.stdout).group(1))

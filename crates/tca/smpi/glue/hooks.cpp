@@ -93,7 +93,9 @@ struct Hooks {
 }  // namespace
 
 // MPI_Abort of a program built by `tca cc`, in front of SMPI's (libtcasmpi comes before
-// libsimgrid in the program's libraries; MPI's profiling interface): noted, then PMPI_Abort.
+// libsimgrid in the program's libraries; MPI's profiling interface): noted, every other actor
+// killed, then PMPI_Abort. SMPI 3.32's own kill misses ranks waiting in MPI once the program
+// has made a communicator (MPI_Comm_dup, MPI_Comm_split), which then looked like a deadlock.
 extern "C" int MPI_Abort(MPI_Comm comm, int code)
 {
   int initialized = 0;
@@ -109,6 +111,7 @@ extern "C" int MPI_Abort(MPI_Comm comm, int code)
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     first_abort = {true, rank, code, simgrid_get_clock()};
   }
+  simgrid::s4u::Actor::kill_all();
   return PMPI_Abort(comm, code);
 }
 
