@@ -237,6 +237,35 @@ def test_and_on_the_shm_fabric(shm_program, case):
         assert line in out.stdout, out.stdout
 
 
+def test_a_program_without_tca_calls_finds_libtca_on_the_shm_fabric(tmp_path):
+    """Its `-ltca` is dropped by the linker's --as-needed: the CUDA runtime loads libtca.so
+    from its own directory."""
+    if shutil.which("mpicc.openmpi") is None:
+        pytest.skip("needs Open MPI (make mpi)")
+    source, exe = tmp_path / "cuda_only.c", tmp_path / "cuda_only"
+    source.write_text(
+        "#include <mpi.h>\n#include <stdio.h>\n#include <cuda_runtime.h>\n"
+        "int main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n  void *p;\n"
+        '  printf("%s\\n", cudaGetErrorName(cudaMalloc(&p, 64)));\n'
+        "  MPI_Finalize();\n  return 0;\n}\n"
+    )
+    lib = cc.LIB
+    subprocess.run(
+        ["mpicc.openmpi", "-Wl,--as-needed", str(source), "-o", str(exe), *(f"-I{d}" for d in cc.INCLUDES)]
+        + [f"-L{lib}", f"-Wl,-rpath,{lib}", "-ltcacudart", "-ltca"],
+        check=True,
+    )
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    out = subprocess.run(
+        ["mpirun.openmpi", "-n", "1", str(exe)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and out.stdout == "cudaSuccess\n", out.stdout + out.stderr
+
+
 def test_a_deadlock_across_mpi_and_tca_names_each_rank(program):
     out = run(program, "mixed")
     assert out.returncode == 3, out.stdout + out.stderr
