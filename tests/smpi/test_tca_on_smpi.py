@@ -395,12 +395,14 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
     assert out.returncode == 2 and "apply to --fabric sim only" in out.stderr
     built = tmp_path / "built"
     subprocess.run([*TCA, "cc", str(tmp_path / "plain.c"), "-o", str(built)], check=True)
-    built.chmod(0o644)
-    for fabric in ("sim", "shm"):
+    out = subprocess.run([*TCA, "run", "-n", "1", str(built)], capture_output=True, text=True)
+    assert out.returncode == 2 and "was built with `tca cc` for the simulator" in out.stderr, out.stderr
+    for fabric, exe in (("sim", built), ("shm", plain)):
+        exe.chmod(0o644)
         out = subprocess.run(
-            [*TCA, "run", "-n", "1", "--fabric", fabric, str(built)], capture_output=True, text=True
+            [*TCA, "run", "-n", "1", "--fabric", fabric, str(exe)], capture_output=True, text=True
         )
-        assert out.returncode == 2 and f"cannot start {built}: Permission denied" in out.stderr, out.stderr
+        assert out.returncode == 2 and f"cannot start {exe}: Permission denied" in out.stderr, out.stderr
 
 
 def test_the_program_gets_its_arguments_as_given(tmp_path):

@@ -118,6 +118,11 @@ def run(
         )
     if bind not in ("none", "core"):
         raise TcaError(f"--bind-to {bind}: expected none or core")
+    if os.path.isfile(program[0]) and os.access(program[0], os.R_OK) and links_simgrid(program[0]):
+        raise TcaError(
+            f"{program[0]} was built with `tca cc` for the simulator: run it with --fabric sim "
+            "--platform P, or build it with mpicc for the shm fabric"
+        )
     job = job_id()
     with Job() as ranks:
         try:
