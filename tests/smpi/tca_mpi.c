@@ -50,6 +50,7 @@ int main(int argc, char** argv)
   /* As MVAPICH2-GDR programs do: count the GPUs before MPI_Init (to pick one). */
   int gpus = -1;
   cudaError_t counted = cudaGetDeviceCount(&gpus);
+  cudaError_t beyond = cudaSetDevice(gpus);
   MPI_Init(&argc, &argv);
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -139,7 +140,8 @@ int main(int argc, char** argv)
     return 0;
   }
   if (strcmp(what, "gpus") == 0) {
-    printf("rank %d: %d GPUs before MPI_Init (%s)\n", me, gpus, cudaGetErrorName(counted));
+    printf("rank %d: %d GPUs before MPI_Init (%s), device %d: %s\n", me, gpus, cudaGetErrorName(counted), gpus,
+           cudaGetErrorName(beyond));
     CHECK(tcaFinalize());
     MPI_Finalize();
     return 0;

@@ -140,7 +140,7 @@ typedef struct tcaDesc tcaDesc;
  * name gives TCA_ERROR_UNKNOWN_FABRIC. The shm fabric reads rank and size from `tca run`
  * (TCA_RANK, TCA_SIZE, TCA_JOB_ID) or from mpirun (Open MPI, MPICH), and how waits behave from
  * TCA_TIMEOUT_MS (default 10000) and TCA_SPIN_US (busy-poll time before a wait sleeps; default
- * 50, or 0 when the job's ranks outnumber the CPUs they may run on). A TCA_SPIN_US longer
+ * 1000, or 0 when the job's ranks outnumber the CPUs they may run on). A TCA_SPIN_US longer
  * than TCA_TIMEOUT_MS is rejected. On failure the reason is also printed on stderr. */
 tcaresult tcaInit(void);
 /* Leaves the job; every later call returns TCA_ERROR_NOT_INITIALIZED. */

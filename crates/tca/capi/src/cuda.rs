@@ -50,15 +50,22 @@ fn device_arg(device: c_int) -> Result<u32, CErr> {
 }
 
 /// `cudaSetDevice`: records `device` for this thread; checks it against the node's GPUs if
-/// the thread is in the job already.
+/// the thread is in the job already, or on the simulator against the platform's (it joins no
+/// job: programs pick their GPU before `MPI_Init`).
 #[no_mangle]
 pub extern "C-unwind" fn tca_cuda_set_device(device: c_int) -> c_int {
     run_nested(|| {
         let d = device_arg(device)?;
-        match with_fabric(|f| Ok(f.gpu_count()?)) {
-            Ok(n) if d >= n => return Err(CErr::Tca(TcaError::InvalidNode)),
-            Ok(_) | Err(CErr::Tca(TcaError::NotInitialized)) => {}
+        let gpus = match with_fabric(|f| Ok(f.gpu_count()?)) {
+            Ok(n) => Some(n),
+            Err(CErr::Tca(TcaError::NotInitialized)) if registry::chosen_name() == registry::SMPI => {
+                tca_smpi::platform_gpus()
+            }
+            Err(CErr::Tca(TcaError::NotInitialized)) => None,
             Err(e) => return Err(e),
+        };
+        if gpus.is_some_and(|n| d >= n) {
+            return Err(CErr::Tca(TcaError::InvalidNode));
         }
         DEVICE.lock().unwrap_or_else(|e| e.into_inner()).insert(registry::caller_key(), d);
         Ok(())

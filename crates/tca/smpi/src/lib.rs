@@ -197,6 +197,13 @@ pub fn gpus_before_mpi_init() -> Option<u32> {
     if init != 0 {
         return None;
     }
+    platform_gpus()
+}
+
+/// The GPUs of a node of the platform (every node has the same), inside SimGrid; for
+/// `cudaSetDevice` to check its device before the rank joins.
+pub fn platform_gpus() -> Option<u32> {
+    simgrid::simgrid()?;
     load_platform().ok().and_then(|p| u32::try_from(p.gpu.sockets.len()).ok())
 }
 
