@@ -17,7 +17,7 @@ def add_parser(subparsers) -> None:
         description="Start N ranks of PROGRAM on this host with TCA_RANK, TCA_SIZE and "
         "TCA_JOB_ID set; the TCA library joins them over shared memory. With --fabric sim, run "
         "them on a simulated platform instead: a Python program of tca.peach.program as threads, "
-        "a C program built with `tca cc` under SimGrid's smpirun (MPI, CUDA and TCA on one "
+        "a C program built with `tca cc` under SimGrid SMPI (MPI, CUDA and TCA on one "
         "virtual clock). SIGTERM, SIGINT and SIGHUP are forwarded to the ranks.",
     )
     p.add_argument("-n", type=int, required=True, metavar="N", help=f"number of ranks (1-{launch.MAX_RANKS})")
