@@ -323,8 +323,8 @@ mod tests {
             let (mut id, mut n) = (0, 0);
             // SAFETY: valid out-pointers.
             assert_eq!(unsafe { tcaGetNodeId(&mut id) }, TcaError::NotInitialized.code());
-            assert!(init("mock").is_ok());
-            assert!(init("mock").is_ok(), "a second tcaInit is harmless");
+            assert!(init("mock", "tcaInit").is_ok());
+            assert!(init("mock", "tcaInit").is_ok(), "a second tcaInit is harmless");
             // SAFETY: as above.
             unsafe {
                 assert_eq!((tcaGetNodeId(&mut id), tcaGetNodeCount(&mut n)), (TCA_SUCCESS, TCA_SUCCESS));
@@ -341,7 +341,7 @@ mod tests {
             assert_eq!(unsafe { tcaGetNodeId(&mut id) }, TcaError::NotInitialized.code());
             assert_eq!(tcaFinalize(), TcaError::NotInitialized.code());
             // The thread may join again.
-            assert!(init("mock").is_ok());
+            assert!(init("mock", "tcaInit").is_ok());
             assert_eq!(tcaFinalize(), TCA_SUCCESS);
         })
         .join()
@@ -351,9 +351,9 @@ mod tests {
     #[test]
     fn an_unknown_fabric_name_is_its_own_error() {
         std::thread::spawn(|| {
-            assert!(matches!(init("no-such-fabric"), Err(CErr::Abi(TCA_ERROR_UNKNOWN_FABRIC))));
+            assert!(matches!(init("no-such-fabric", "tcaInit"), Err(CErr::Abi(TCA_ERROR_UNKNOWN_FABRIC))));
             set_fabric_factory("refuses", || Err(TcaError::TooManyNodes.into())).unwrap();
-            assert!(matches!(init("refuses"), Err(CErr::Tca(TcaError::TooManyNodes))));
+            assert!(matches!(init("refuses", "tcaInit"), Err(CErr::Tca(TcaError::TooManyNodes))));
             assert_eq!(tcaBarrier(), TcaError::NotInitialized.code());
         })
         .join()

@@ -105,7 +105,7 @@ fn join() -> Sets {
     .unwrap();
     let sets = Sets::default();
     SETS.with(|s| *s.borrow_mut() = sets.clone());
-    assert!(crate::registry::init("desc-table-test").is_ok());
+    assert!(crate::registry::init("desc-table-test", "tcaInit").is_ok());
     sets
 }
 

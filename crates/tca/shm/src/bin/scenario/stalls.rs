@@ -267,6 +267,7 @@ pub(crate) fn stalled_holder(f: &ShmFabric) -> Check {
     ok("desc_set", f.desc_set(0, &pieces))?;
     // SAFETY: signals a rank of this job, which is resumed below.
     unsafe { libc::kill(pid1, libc::SIGSTOP) };
+    wait_stopped(pid1)?;
     let t = Instant::now();
     let started = f.start_dma(0);
     let start_took = t.elapsed();
@@ -295,4 +296,26 @@ pub(crate) fn stalled_holder(f: &ShmFabric) -> Check {
     println!("rank 0: the start took {start_took:?}; resumed, rank 1 answered {resumed:?}");
     tell(f, &flags[1])?;
     ok("finalize", f.finalize())
+}
+
+/// Waits until every thread of process `pid` is stopped (a stop signal takes effect when each
+/// thread next enters the kernel, which a loaded machine may delay).
+fn wait_stopped(pid: i32) -> Check {
+    let stopped = || -> Option<bool> {
+        let mut all = true;
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+            let stat = std::fs::read_to_string(task.ok()?.path().join("stat")).ok()?;
+            let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+            all &= state == "T";
+        }
+        Some(all)
+    };
+    let t = Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(5) {
+        if stopped() == Some(true) {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    Err(format!("process {pid} did not stop within 5 s of SIGSTOP"))
 }
