@@ -44,7 +44,7 @@ MUTATIONS = [
     (
         "dma_channels = { value = 4",
         "dma_channels = { value = 4294967296",
-        ["peach2.dma_channels", "allowed 1 to 64"],
+        ["peach2.dma_channels", "allowed only 4"],
     ),
     (
         "register_slots = { value = 16",

@@ -78,7 +78,8 @@ fn max_nodes_of_two_to_the_32() {
 
 #[test]
 fn channels_and_register_slots_of_two_to_the_32() {
-    assert_names(&rejected("peach2.dma_channels", "4294967296"), "peach2.dma_channels", "allowed 1 to 64");
+    assert_names(&rejected("peach2.dma_channels", "4294967296"), "peach2.dma_channels", "allowed only 4");
+    assert_names(&rejected("peach2.dma_channels", "1"), "peach2.dma_channels", "allowed only 4");
     assert_names(&rejected("peach2.register_slots", "4294967296"), "peach2.register_slots", "allowed 1 to 256");
 }
 

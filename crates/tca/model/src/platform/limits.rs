@@ -114,8 +114,9 @@ pub const LIMITS: &[Limit] = &[
     limit("gpu.sockets", Count, "0", "1", Any),
     // FPGA and ASIC logic clocks (PEACH2: 250 MHz, seed 000 §3.6).
     limit("peach2.clock", Frequency, "1 MHz", "5 GHz", Any),
-    // Seed 000 §3.5.2: 4 channels; a controller with more than 64 is not this design.
-    limit("peach2.dma_channels", Count, "1", "64", Any),
+    // Seed 000 §3.5.2: 4 channels, which the TCA API numbers 0-3 and its protocol core has
+    // (`tca_proto::CHANNELS`); a platform with another count could not run its programs.
+    limit("peach2.dma_channels", Count, "4", "4", Any),
     // Two 64-bit addresses at least (seed 000 §4.1.1: 32 B); fetched with one read request
     // and one completion, so no larger than the smallest max payload (128 B).
     limit("peach2.descriptor_size", Bytes, "16 B", "128 B", MultipleOf("4 B")),
@@ -209,6 +210,7 @@ impl Limit {
     /// The allowed values in words, e.g. "a power of two from 128 B to 4 KiB".
     pub fn allowed(&self) -> String {
         match self.rule {
+            Any if self.min == self.max => format!("only {}", self.min),
             Any => format!("{} to {}", self.min, self.max),
             PowerOfTwo => format!("a power of two from {} to {}", self.min, self.max),
             MultipleOf(m) => format!("a multiple of {m} from {} to {}", self.min, self.max),
