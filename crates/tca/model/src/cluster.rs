@@ -389,6 +389,13 @@ pub(crate) struct ClusterModel {
     pub(crate) gpu_sockets: Vec<u32>,
     pub(crate) gpu_read_latency: SimTime,
     pub(crate) host_link: LinkSpec,
+    /// The largest payload of any TLP: the smallest `max_payload` of the host, cable and GPU
+    /// links, as PCIe's system software sets one for every device a TLP may cross.
+    pub(crate) max_payload: u64,
+    /// The read completion boundary of each completer: the root complex (host memory) and
+    /// the GPUs.
+    pub(crate) host_rcb: u64,
+    pub(crate) gpu_rcb: u64,
     pub(crate) map: AddressMap,
     pub(crate) nodes: Vec<NodeHw>,
     pub(crate) hops: Vec<Hop>,
@@ -424,6 +431,13 @@ impl ClusterModel {
             gpu_sockets: p.gpu.sockets.clone(),
             gpu_read_latency: p.gpu.read_latency,
             host_link: p.host_link.clone(),
+            max_payload: [&p.host_link, &p.cable_link, &p.gpu_link]
+                .map(|l| l.max_payload)
+                .into_iter()
+                .min()
+                .unwrap_or(0),
+            host_rcb: p.host_link.read_completion_boundary,
+            gpu_rcb: p.gpu_link.read_completion_boundary,
             map,
             nodes,
             hops,

@@ -332,7 +332,7 @@ impl ClusterModel {
         bytes: u64,
         last: bool,
     ) {
-        let mps = self.host_link.max_payload;
+        let mps = self.max_payload;
         let forward = self.forward;
         let ch = self.channel(node, channel);
         let req = &mut ch.requests[r];

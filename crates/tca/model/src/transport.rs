@@ -360,7 +360,11 @@ impl ClusterModel {
             _ => unreachable!("only DMA reads are served"),
         };
         let (path, path_len) = self.path_to_chip(t.dest);
-        let (rcb, mps) = (self.host_link.read_completion_boundary, self.host_link.max_payload);
+        let rcb = match t.dest {
+            Dest::HostMemory(_) => self.host_rcb,
+            _ => self.gpu_rcb,
+        };
+        let mps = self.max_payload;
         let mut left = u64::from(t.read_len);
         for bytes in split_completions(t.addr, left, rcb, mps) {
             left -= bytes;

@@ -2,6 +2,9 @@
 //! testbed: behaviour that must hold whatever the calibration (order, completion, which limit
 //! binds where).
 
+#[path = "../../model/tests/common/mod.rs"]
+mod common;
+
 use base::Trace;
 use std::path::Path;
 use tca_model::platform::Platform;
@@ -91,4 +94,20 @@ fn same_run_gives_byte_identical_traces() {
     let a = trace();
     assert!(a.contains("\"MWr 256 B\"") && a.contains("\"CplD 256 B\"") && a.contains("node0 PEACH2 DMA channel 0"));
     assert_eq!(a, trace());
+}
+
+/// A TLP crosses host, cable and GPU links, so its payload is bounded by the smallest max
+/// payload of the three: a GPU link limited to 128 B doubles the writes into the GPU and their
+/// headers, and the same DMA takes longer.
+#[test]
+fn the_smallest_max_payload_of_the_links_bounds_every_tlp() {
+    let run = DmaRun { src: Endpoint::Host, dst: Endpoint::Gpu(0), mode: DmaMode::Chaining, size: 64 << 10, count: 1 };
+    let small = common::set_value(&common::testbed_text(), "pcie.gpu_link.max_payload", "\"128 B\"");
+    let small = Platform::parse(&small, Path::new("small.toml")).unwrap();
+    let mut t = Trace::new();
+    let slower = run_dma(&small, &run, Some(&mut t)).unwrap();
+    let json = t.to_json();
+    assert!(json.contains("\"MWr 128 B\"") && !json.contains("\"MWr 256 B\""), "writes of 128 B only");
+    let usual = run_dma(&testbed(), &run, None).unwrap();
+    assert!(slower.bandwidth() < usual.bandwidth() * 0.97, "{} against {} B/s", slower.bandwidth(), usual.bandwidth());
 }

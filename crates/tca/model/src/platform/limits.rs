@@ -281,11 +281,30 @@ pub fn check_platform(p: &Platform) -> Result<(), String> {
     if !(1..=MAX_GPUS).contains(&gpus) {
         return Err(format!("gpu.sockets: {gpus} GPUs is out of range: allowed 1 to {MAX_GPUS} GPUs"));
     }
-    if p.host.pio_write_combining > p.host_link.max_payload {
+    // A TLP crosses links of all three kinds, so its payload is bounded by the smallest.
+    let max_payload = [&p.host_link, &p.cable_link, &p.gpu_link].map(|l| l.max_payload).into_iter().min();
+    if max_payload.is_some_and(|mps| p.host.pio_write_combining > mps) {
         return Err(format!(
-            "host.pio_write_combining: '{}' is out of range: allowed a power of two from 4 B to 4 KiB and at most pcie.host_link.max_payload = {} B (one TLP)",
+            "host.pio_write_combining: '{}' is out of range: allowed a power of two from 4 B to 4 KiB and at most the smallest pcie.*.max_payload = {} B (one TLP)",
             value("host.pio_write_combining"),
-            p.host_link.max_payload
+            max_payload.unwrap_or(0)
+        ));
+    }
+    // Only PEACH2 reads (host memory and GPUs, through its N port: seed 000 §3.5 reads a
+    // remote node's memory with writes), and cables carry no completions: these values would
+    // change nothing, so they must say what the model does.
+    let (h, c, g) = (&p.host_link, &p.cable_link, &p.gpu_link);
+    let (mrrs, rcb) = ("pcie.host_link.max_read_request", "pcie.host_link.read_completion_boundary");
+    let inert = [
+        ("pcie.cable_link.max_read_request", c.max_read_request, mrrs, h.max_read_request),
+        ("pcie.gpu_link.max_read_request", g.max_read_request, mrrs, h.max_read_request),
+        ("pcie.cable_link.read_completion_boundary", c.read_completion_boundary, rcb, h.read_completion_boundary),
+    ];
+    if let Some((key, _, like, _)) = inert.iter().find(|(_, v, _, want)| v != want) {
+        return Err(format!(
+            "{key}: '{}' would change nothing: only PEACH2 issues reads, through its N port, and cables carry no completions; give it the value of {like} ('{}')",
+            value(key),
+            value(like)
         ));
     }
 
