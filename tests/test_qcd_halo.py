@@ -103,7 +103,12 @@ def test_bad_grid_and_methods_are_one_line_errors():
         qcd_halo.parse_grids("2by2")
     with pytest.raises(TcaError, match="2..16 nodes"):
         qcd_halo.parse_grids("1x1")
+    # 24 KB / 5 is no whole number of 16-byte units: refused before anything runs.
+    with pytest.raises(TcaError, match="each one of 1, 2, 3, 4, 6, 8"):
+        qcd_halo.parse_grids("5x1")
     need("sim")
     exe = cprog.build("qcd_halo", qcd_halo.SOURCES, "sim", qcd_halo.HEADERS)
     with pytest.raises(TcaError, match="usage: qcd_halo"):
         cprog.run(exe, 2, "sim", ["1", "2", "5", "tca,shmem"], PLATFORM)
+    with pytest.raises(TcaError, match="must each be 1, 2, 3, 4, 6 or 8"):
+        cprog.run(exe, 5, "sim", ["5", "1", "5"], PLATFORM)

@@ -140,7 +140,14 @@ int main(int argc, char **argv)
     int px = atoi(argv[1]), py = atoi(argv[2]), iters = argc > 3 ? atoi(argv[3]) : 100;
     if (px < 1 || py < 1 || px * py != nprocs)
         hp_usage_error(rank, "qcd_halo: PX x PY must equal the number of ranks");
-    if (iters < 1 || px > 8 || py > 8) hp_usage_error(rank, "qcd_halo: ITERATIONS >= 1 and PX, PY <= 8");
+    /* A face of 24 KB / P in the RMA layer's 16-byte units: P = 1, 2, 3, 4, 6 or 8. */
+    for (int d = 0; d < 2; d++) {
+        int p = d ? py : px;
+        if (p > 8 || FACE_BYTES % p != 0 || FACE_BYTES / p % 16 != 0)
+            hp_usage_error(rank, "qcd_halo: PX and PY must each be 1, 2, 3, 4, 6 or 8 "
+                                 "(a face of 24 KB / P in 16-byte units)");
+    }
+    if (iters < 1) hp_usage_error(rank, "qcd_halo: ITERATIONS >= 1");
     int use[METHODS] = {0};
     char list[128];
     snprintf(list, sizeof list, "%s", argc > 4 ? argv[4] : "tca,mpi-fence,mpi-pscw,p2p");

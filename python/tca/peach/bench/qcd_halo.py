@@ -26,16 +26,24 @@ SEED_RATIO = 1.96  # seed 001, slide "QUDA Small Model (8^4)": over MPI P2P
 SEED_NOTE = "seed 001 QUDA Small Model (8^4): 1.96x over MPI-P2P (grid not stated; whole solver)"
 
 
+# Node counts of a dimension whose face (24 KB / P, seed 001) is a whole number of the RMA
+# layer's 16-byte units.
+DIVISORS = (1, 2, 3, 4, 6, 8)
+
+
 def parse_grids(text: str) -> list[tuple[int, int]]:
-    """``1x2,2x2``: (PX, PY) pairs with 2 <= PX * PY <= 16."""
+    """``1x2,2x2``: (PX, PY) pairs with 2 <= PX * PY <= 16, each of PX, PY in :data:`DIVISORS`."""
     grids = []
     for word in text.split(","):
         try:
             px, py = (int(v) for v in word.lower().split("x"))
         except ValueError:
             raise TcaError(f"bad grid {word!r} (expected PXxPY such as 2x4)") from None
-        if px < 1 or py < 1 or not 2 <= px * py <= 16 or px > 8 or py > 8:
-            raise TcaError(f"grid {word} needs 2..16 nodes with PX, PY <= 8")
+        if px not in DIVISORS or py not in DIVISORS or not 2 <= px * py <= 16:
+            raise TcaError(
+                f"grid {word} needs 2..16 nodes with PX and PY each one of 1, 2, 3, 4, 6, 8 "
+                "(a face of 24 KB / P in 16-byte units)"
+            )
         grids.append((px, py))
     return grids
 
