@@ -67,7 +67,10 @@ def values(rows: list[dict], series: str) -> dict[float, float]:
     [
         (["--op", "alltoall", "--platform", "ha-pacs-tca"], "unknown --op 'alltoall'"),
         (["--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "1"], "--nodes 1"),
-        (["--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "2,32"], "has 16 nodes"),
+        (
+            ["--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "2,32"],
+            "--nodes 32: too many (platform ha-pacs-tca has 16 nodes)",
+        ),
         (["--op", "allreduce", "--platform", "ha-pacs-tca", "--nodes", "2,x"], "bad --nodes '2,x'"),
         (["--op", "allreduce", "--platform", "ha-pacs-tca", "--sizes", "12"], "multiples of 8 B"),
         (["--op", "barrier", "--platform", "ha-pacs-tca", "--sizes", "8"], "does not apply to the barrier"),

@@ -95,6 +95,8 @@ def test_bad_shapes_are_one_line_errors():
         cprog.run(exe, 4, "sim", ["5", "600", "20000", "200"], PLATFORM)
     with pytest.raises(TcaError, match="outside 1..16"):
         cg.run(PLATFORM, [17])
+    with pytest.raises(TcaError, match="--nodes 4: platform peach2-testbed-2013 has 2 nodes"):
+        cg.run("peach2-testbed-2013", [2, 4])
 
 
 def test_bench_rows_and_plot(tmp_path):

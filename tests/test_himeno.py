@@ -92,7 +92,7 @@ def test_bad_arguments_give_one_line_and_status_2(ranks, args, message):
 def test_bench_rejects_bad_sizes_and_node_counts(tca):
     for args, fragment in (
         (["--sizes", "Q"], "bad --sizes 'Q'"),
-        (["--nodes", "17"], "--nodes 17: ha-pacs-tca has 1 to 16 nodes"),
+        (["--nodes", "17"], "--nodes 17: platform ha-pacs-tca has 16 nodes"),
         (["--nodes", "four"], "bad --nodes 'four'"),
         (["--iterations", "0"], "--iterations must be at least 1"),
     ):

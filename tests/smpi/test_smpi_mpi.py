@@ -169,7 +169,7 @@ def test_prepare_writes_one_host_per_node_and_the_configuration(tmp_path):
 
 
 def test_bad_requests_get_clear_errors(tmp_path):
-    with pytest.raises(TcaError, match="ha-pacs-tca has 16 nodes; 17 ranks need one node each"):
+    with pytest.raises(TcaError, match="platform ha-pacs-tca has 16 nodes; 17 ranks need one node each"):
         prepare("ha-pacs-tca", 17, tmp_path)
     with pytest.raises(TcaError, match="compute must be one of none, declared, measured"):
         prepare("ha-pacs-tca", 2, tmp_path, compute="fast")

@@ -249,7 +249,8 @@ def prepare(
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise TcaError(f"ranks must be a positive whole number, not {ranks!r}")
     if ranks > loaded.nodes:
-        raise TcaError(f"{loaded.name} has {loaded.nodes} nodes; {ranks} ranks need one node each")
+        nodes = "1 node" if loaded.nodes == 1 else f"{loaded.nodes} nodes"
+        raise TcaError(f"platform {platform} has {nodes}; {ranks} ranks need one node each")
     baselines = loaded.baselines()
     for needed in ("node", "cuda", "mvapich2", "smpi"):
         if needed not in baselines:

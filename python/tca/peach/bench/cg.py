@@ -16,7 +16,7 @@ from pathlib import Path
 from tca import TcaError
 from tca.common.plot import check_path, save
 from tca.common.report import Row
-from tca.peach import cprog
+from tca.peach import cprog, platforms
 
 BENCHMARK = "cg"
 SOURCE_DIR = cprog.ROOT / "examples" / "c" / "hapacs"
@@ -43,6 +43,8 @@ def run(
     for n in nodes:
         if not 1 <= n <= 16:
             raise TcaError(f"node count {n} is outside 1..16 (one TCA sub-cluster)")
+    if fabric == "sim" and platform is not None:
+        platforms.check_nodes(platform, nodes)
     if iterations < 1:
         raise TcaError("--iterations must be at least 1")
     if compute != "none" and fabric != "sim":

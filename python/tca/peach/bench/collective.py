@@ -88,11 +88,12 @@ def check(cfg: Config, platform_nodes: int | None) -> None:
         raise TcaError(f"unknown --memory '{cfg.memory}' (expected host or gpu)")
     if cfg.fabric not in ("sim", "shm"):
         raise TcaError(f"unknown --fabric '{cfg.fabric}' (expected sim or shm)")
-    limit = platform_nodes or MAX_NODES
     for n in cfg.nodes:
-        if not 2 <= n <= limit:
-            where = f"platform {cfg.platform} has {limit} nodes" if platform_nodes else "at most 16"
-            raise TcaError(f"--nodes {n}: a collective needs 2 or more nodes ({where})")
+        if n < 2:
+            raise TcaError(f"--nodes {n}: a collective needs 2 or more nodes")
+        if n > (platform_nodes or MAX_NODES):
+            where = f"platform {cfg.platform} has {platform_nodes} nodes" if platform_nodes else "at most 16"
+            raise TcaError(f"--nodes {n}: too many ({where})")
     if len(set(cfg.nodes)) != len(cfg.nodes):
         raise TcaError("--nodes: a node count is given twice")
     if cfg.op in ("allreduce", "reduce"):

@@ -85,9 +85,7 @@ def run(
     TCA/MPI halo [x]."""
     fabric = resolve_fabric(fabric)
     loaded = platforms.load(platform)
-    for n in nodes:
-        if n < 1 or n > loaded.nodes:
-            raise TcaError(f"--nodes {n}: {loaded.name} has 1 to {loaded.nodes} nodes")
+    platforms.check_nodes(platform, nodes)
     if iterations is not None and iterations < 1:
         raise TcaError("--iterations must be at least 1")
     exe = cprog.build(BENCHMARK, SOURCES, fabric, HEADERS)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from tca import TcaError
 from tca.common.report import Row
-from tca.peach import cprog
+from tca.peach import cprog, platforms
 
 BENCHMARK = "qcd-halo"
 SOURCE_DIR = cprog.ROOT / "examples" / "c" / "hapacs"
@@ -59,6 +59,8 @@ def run(
     """Rows per grid: time per exchange [us] of each method, and MPI P2P / TCA RMA [x]."""
     if iterations < 1:
         raise TcaError("--iterations must be at least 1")
+    if fabric == "sim" and platform is not None:
+        platforms.check_nodes(platform, [px * py for px, py in grids])
     exe = cprog.build("qcd_halo", SOURCES, fabric, HEADERS)
     kind = "predicted" if fabric == "sim" else "measured"
     name = platform if fabric == "sim" else f"this host ({fabric})"
