@@ -59,7 +59,9 @@ typedef int tcaresult;
 #define TCA_ERROR_CHANNEL_NOT_SET 21
 #define TCA_ERROR_UNEXPECTED_COMPLETION 22
 #define TCA_ERROR_DEADLOCK 23
-#define TCA_ERROR_INVALID_ARGUMENT 100      /* a NULL pointer or negative number (C ABI only) */
+/* A NULL pointer, a negative number, or a value no call takes (an unknown data type, a size
+ * that overflows); C ABI only. */
+#define TCA_ERROR_INVALID_ARGUMENT 100
 #define TCA_ERROR_INTERNAL 101              /* a bug in the library, reported instead of a crash */
 #define TCA_ERROR_UNKNOWN_FABRIC 102        /* TCA_FABRIC names no fabric of this process */
 #define TCA_ERROR_MEMORY_TYPE_MISMATCH 103  /* tcaFree or tcaCreateHandle with another type than the block's */
