@@ -103,6 +103,22 @@ impl LinkSpec {
         if !matches!(self.read_completion_boundary, 64 | 128) {
             return Err(format!("read_completion_boundary = {} B must be 64 or 128 B", self.read_completion_boundary));
         }
+        // The encoding goes with the signalling rate (PCIe Base Spec): 8b/10b at 2.5 and
+        // 5 GT/s, 128b/130b from 8 GT/s (8, 16, 32).
+        let rates: &[u64] = match self.generation {
+            Generation::Gen2 => &[2_500_000_000, 5_000_000_000],
+            Generation::Gen3 => &[8_000_000_000, 16_000_000_000, 32_000_000_000],
+        };
+        if !rates.contains(&self.rate_per_lane) {
+            let (name, allowed) = match self.generation {
+                Generation::Gen2 => ("gen2 (8b/10b)", "2.5 or 5 GT/s"),
+                Generation::Gen3 => ("gen3 (128b/130b)", "8, 16 or 32 GT/s"),
+            };
+            return Err(format!(
+                "rate = {} GT/s is no rate of a {name} link: allowed {allowed}",
+                self.rate_per_lane as f64 / 1e9
+            ));
+        }
         Ok(())
     }
 
@@ -248,6 +264,19 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The encoding goes with the rate: a gen2 link at 32 GT/s or a gen3 one at 2.5 GT/s is
+    /// no PCIe link.
+    #[test]
+    fn a_rate_must_be_one_of_its_encoding() {
+        assert!(link(Generation::Gen2, 5_000_000_000, 256).validate().is_ok());
+        assert!(link(Generation::Gen2, 2_500_000_000, 256).validate().is_ok());
+        assert!(link(Generation::Gen3, 16_000_000_000, 256).validate().is_ok());
+        let e = link(Generation::Gen2, 32_000_000_000, 256).validate().unwrap_err();
+        assert_eq!(e, "rate = 32 GT/s is no rate of a gen2 (8b/10b) link: allowed 2.5 or 5 GT/s");
+        let e = link(Generation::Gen3, 2_500_000_000, 256).validate().unwrap_err();
+        assert_eq!(e, "rate = 2.5 GT/s is no rate of a gen3 (128b/130b) link: allowed 8, 16 or 32 GT/s");
+    }
 
     fn link(generation: Generation, rate: u64, payload: u64) -> LinkSpec {
         LinkSpec {

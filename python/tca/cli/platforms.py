@@ -17,10 +17,16 @@ def cmd_platforms(args: argparse.Namespace) -> int:
     if args.show:
         p = platforms.load(args.show)
         print(f"# {p.name}: {p.description}\n# source: {p.source}")
-        print(f"# {'parameter':<40}{'value':<14}source")
-        for prm in p.parameters():
+        params = p.parameters()
+        key_w = max(len(prm["key"]) for prm in params) + 2
+        value_w = 16  # a longer value (the cable list) puts its source on the next line
+        print(f"# {'parameter':<{key_w}}{'value':<{value_w}}source")
+        for prm in params:
             cal = f"  [calibrated on {prm['calibrated']}]" if prm["calibrated"] else ""
-            print(f"  {prm['key']:<40}{prm['value']:<14}{prm['source']}{cal}")
+            value = prm["value"]
+            if len(value) >= value_w:
+                value += "\n" + " " * (2 + key_w + value_w)
+            print(f"  {prm['key']:<{key_w}}{value:<{value_w}}{prm['source']}{cal}")
         return 0
     for path in platforms.available():
         p = platforms.load(str(path))

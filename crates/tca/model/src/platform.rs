@@ -344,14 +344,27 @@ impl Reader<'_> {
         match self.lookup(key) {
             Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
             Some(_) => Err(format!("{key}: expected a non-empty string")),
-            None => Err(format!("missing field '{key}'")),
+            None => Err(self.missing(key)),
+        }
+    }
+
+    /// The error for a key the file lacks, naming a key of the same table that looks like a
+    /// misspelling of it (the check for unknown keys comes only after every key was read).
+    fn missing(&self, key: &str) -> String {
+        let (parent, name) = key.rsplit_once('.').unwrap_or(("", key));
+        let table = if parent.is_empty() { Some(self.root) } else { self.lookup(parent).and_then(|v| v.as_table()) };
+        let near = table.and_then(|t| t.keys().find(|k| k.as_str() != name && edit_distance(k, name) <= 2));
+        match near {
+            Some(k) if parent.is_empty() => format!("missing field '{key}' (the file has '{k}': misspelt?)"),
+            Some(k) => format!("missing field '{key}' (the file has '{parent}.{k}': misspelt?)"),
+            None => format!("missing field '{key}'"),
         }
     }
 
     /// A physical parameter `{ value, source, calibrated? }`; returns its value as text.
     fn param_text(&mut self, key: &str) -> Result<String, String> {
         self.used.insert(key.to_owned());
-        let entry = self.lookup(key).ok_or_else(|| format!("missing field '{key}'"))?;
+        let entry = self.lookup(key).ok_or_else(|| self.missing(key))?;
         let table = entry.as_table().ok_or_else(|| format!("{key}: expected {{ value = ..., source = \"...\" }}"))?;
         for k in table.keys() {
             if !matches!(k.as_str(), "value" | "source" | "calibrated") {
@@ -522,7 +535,8 @@ impl Reader<'_> {
                     match t.get(k) {
                         Some(toml::Value::Float(f)) => limits::reference_number(&at(k), *f),
                         Some(toml::Value::Integer(v)) => limits::reference_number(&at(k), *v as f64),
-                        _ => Err(format!("missing number '{}'", at(k))),
+                        Some(other) => Err(format!("{}: expected a number, got the {} {other}", at(k), other.type_str())),
+                        None => Err(format!("missing number '{}'", at(k))),
                     }
                 };
                 let kind = s("kind")?;
@@ -570,4 +584,20 @@ impl Reader<'_> {
         }
         Ok(())
     }
+}
+
+/// Levenshtein distance between two keys (short ASCII words).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
 }

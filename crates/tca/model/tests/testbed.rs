@@ -29,7 +29,16 @@ fn platform_errors_name_the_file_and_the_problem() {
     );
     assert_eq!(
         load_modified("dma_channels = { value = 4,", "dma_channelz = { value = 4,"),
-        "edited.toml: missing field 'peach2.dma_channels'"
+        "edited.toml: missing field 'peach2.dma_channels' (the file has 'peach2.dma_channelz': misspelt?)"
+    );
+    assert_eq!(
+        load_modified("dma_channels = { value = 4,", "channels = { value = 4,"),
+        "edited.toml: missing field 'peach2.dma_channels'",
+        "no key near enough to name"
+    );
+    assert_eq!(
+        load_modified("value = 3.66\n", "value = \"3.66\"\n"),
+        "edited.toml: reference[0].value: expected a number, got the string \"3.66\""
     );
     assert!(load_modified("clock = { value = \"250 MHz\", source", "clock = { value = \"250 MHz\", sauce")
         .contains("peach2.clock: unknown field 'sauce'"));
