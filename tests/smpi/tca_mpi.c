@@ -80,7 +80,7 @@ int main(int argc, char** argv)
       MPI_Recv(&iters, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
   }
-  if (strcmp(what, "endless") == 0 || strcmp(what, "spin") == 0) {
+  if (strcmp(what, "endless") == 0 || strcmp(what, "spin") == 0 || strcmp(what, "stdin") == 0) {
     /* A run that only a signal ends: a ping-pong without end, or rank 0 computing forever
      * (no call at all) while rank 1 waits in TCA. The line is left in stdio's buffer. */
     tcaDesc* d = tcaDescNew();
@@ -88,6 +88,12 @@ int main(int argc, char** argv)
     CHECK(tcaDescSet(d, 0));
     printf("rank %d: running until stopped\n", me);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (strcmp(what, "stdin") == 0 && me == 0) {
+      char line[64];
+      fflush(stdout);
+      printf("rank 0: in stdio until stopped\n"); /* left in the buffer, under the lock */
+      if (fgets(line, sizeof line, stdin) == NULL) return 1;
+    }
     if (strcmp(what, "spin") == 0) {
       if (me == 0)
         for (volatile unsigned long i = 0;; i++) continue;

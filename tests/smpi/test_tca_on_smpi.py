@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -311,6 +312,51 @@ def test_a_run_stopped_by_its_timeout_still_writes_the_trace_and_the_statistics(
     ]
     left = subprocess.run(["pgrep", "-f", str(program)], capture_output=True, text=True)
     assert left.stdout == "", "the simulation ended with the run"
+
+
+def test_a_stop_does_not_wait_for_a_rank_inside_stdio(program, tmp_path):
+    """Rank 0 reads a stdin that stays open, holding stdin's lock: the stop flushes what it
+    can within a second and ends the run with its statistics."""
+    stats = tmp_path / "s.json"
+    read_end, write_end = os.pipe()
+    cmd = [*TCA, "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca", "--timeout", "3"]
+    started = time.monotonic()
+    try:
+        out = subprocess.run(
+            [*cmd, "--stats-json", str(stats), str(program), "stdin", "8"],
+            stdin=read_end,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert out.returncode == 124, out.stderr
+    assert "tca: simulation stopped by SIGTERM" in out.stderr
+    assert json.loads(stats.read_text())["ranks"] == 2
+    # Not the launcher's 10 s grace and SIGKILL.
+    assert time.monotonic() - started < 3 + 6
+
+
+def test_a_signal_ignored_on_the_way_in_stays_ignored(program):
+    """As under nohup: SIGHUP to `tca run` stops nothing; the timeout then does."""
+    cmd = [*TCA, "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca", "--timeout", "4"]
+    p = subprocess.Popen(
+        [*cmd, str(program), "endless", "8"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    try:
+        p.communicate(timeout=2)
+        pytest.fail("the run ended by itself")
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGHUP)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 124, err
+    assert "got SIGHUP" not in err and "tca: simulation stopped by SIGTERM" in err, err
 
 
 def test_ctrl_c_stops_the_run_with_its_files(program, tmp_path):

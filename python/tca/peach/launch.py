@@ -193,16 +193,14 @@ def run_smpi(
         if opts.stats_json is not None:
             env["TCA_SIM_STATS"] = str(Path(opts.stats_json).resolve())
         exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
-        with Job() as job:
+        # Stopped, the simulation writes its trace and statistics before it ends.
+        with Job(SIM_GRACE_S) as job:
             try:
-                # Its process group is what is signalled, stopped and waited for: whatever
-                # the program starts ends with it.
                 job.start(
                     smpi_platform.smpimain_command(setup, [exe, *program[1:]]),
                     env,
                     None,
                     "the simulation (SimGrid's smpimain)",
-                    group=True,
                 )
                 return job.wait(timeout_s)
             finally:
@@ -242,17 +240,20 @@ class Job:
     open: the first such signal also ends :meth:`wait`, which then gives the processes the grace
     period and returns 128 + the signal."""
 
-    def __init__(self) -> None:
+    def __init__(self, grace_s: float = GRACE_S) -> None:
         self.procs: list[subprocess.Popen] = []
         self.names: list[str] = []
         self.pidfds: dict[int, int] = {}  # pidfd -> index in procs
         self.signalled: int | None = None
-        self.groups: set[int] = set()  # processes started as the leader of a process group
+        self.grace_s = grace_s
         self._saved: dict[int, object] = {}
 
     def __enter__(self) -> Job:
         for sig in FORWARDED:
-            self._saved[sig] = signal.signal(sig, self._forward)
+            # A signal ignored on the way in (nohup, a shell's `&`) stays ignored, by the
+            # processes too.
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                self._saved[sig] = signal.signal(sig, self._forward)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -267,30 +268,22 @@ class Job:
         for p in self.procs:
             self._signal(p, signum)
 
-    def _signal(self, p: subprocess.Popen, signum: int) -> None:
-        """Sends ``signum`` to ``p``, or to its whole process group if it leads one."""
-        try:
-            if p.pid in self.groups:
-                os.killpg(p.pid, signum)
-            elif p.returncode is None:
+    @staticmethod
+    def _signal(p: subprocess.Popen, signum: int) -> None:
+        if p.returncode is None:
+            try:
                 p.send_signal(signum)
-        except ProcessLookupError:
-            pass
+            except ProcessLookupError:
+                pass
 
-    def start(
-        self, command: list[str], env: dict[str, str], preexec, name: str | None = None, group: bool = False
-    ) -> None:
-        """Starts one process; ``name`` is how messages call it (default: rank N). With
-        ``group``, it leads a process group of its own, which signals and :meth:`stop` reach
-        whole, and :meth:`stop` waits for."""
+    def start(self, command: list[str], env: dict[str, str], preexec, name: str | None = None) -> None:
+        """Starts one process; ``name`` is how messages call it (default: rank N)."""
         self.names.append(name or f"rank {len(self.procs)}")
         try:
-            p = subprocess.Popen(command, env=env, preexec_fn=preexec, start_new_session=group)
+            p = subprocess.Popen(command, env=env, preexec_fn=preexec)
         except OSError as e:
             raise TcaError(f"cannot start {command[0]}: {e.strerror}") from e
         self.procs.append(p)
-        if group:
-            self.groups.add(p.pid)
         try:
             self.pidfds[os.pidfd_open(p.pid)] = len(self.procs) - 1
         except (AttributeError, OSError):  # no pidfd here: wait() polls instead
@@ -353,32 +346,14 @@ class Job:
     def stop(self, already_signalled: bool = False) -> None:
         """SIGTERM to every running process (unless a forwarded signal already went), SIGKILL
         to those still running after the grace period."""
-        live = [p for p in self.procs if p.poll() is None or (p.pid in self.groups and group_alive(p.pid))]
+        live = [p for p in self.procs if p.poll() is None]
         if not already_signalled:
             for p in live:
                 self._signal(p, signal.SIGTERM)
-        deadline = time.monotonic() + (SIM_GRACE_S if self.groups else GRACE_S)
+        deadline = time.monotonic() + self.grace_s
         for p in live:
             try:
                 p.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-            if p.pid in self.groups:
-                while group_alive(p.pid) and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                self._signal(p, signal.SIGKILL)
-                self.groups.discard(p.pid)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs (one that ended but is not reaped yet, a
-    zombie, does not count: an orphan waits for whatever reaps orphans here)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] not in "ZX" and int(fields[2]) == pgid:
-            return True
-    return False

@@ -145,12 +145,20 @@ impl SmpiJob {
             st.scheduler.now()
         );
         self.end(&mut st);
-        // SAFETY: fflush(NULL) takes the locks of the streams it flushes (the ranks' output,
-        // in its buffers as a signal's end would lose it); _exit ends every thread.
-        unsafe {
-            libc::fflush(std::ptr::null_mut());
-            libc::_exit(128 + signal)
+        // The ranks' output still in stdio's buffers, which the signal's end would lose. A
+        // rank inside stdio (reading stdin, writing to a full pipe) holds a stream's lock
+        // that fflush waits for, so it runs on a thread of its own, given a second.
+        let (done, flushed) = std::sync::mpsc::channel();
+        let flush = std::thread::Builder::new().name("tca-flush".into()).spawn(move || {
+            // SAFETY: fflush(NULL) flushes every output stream under its lock.
+            unsafe { libc::fflush(std::ptr::null_mut()) };
+            let _ = done.send(());
+        });
+        if flush.is_ok() {
+            let _ = flushed.recv_timeout(std::time::Duration::from_secs(1));
         }
+        // SAFETY: ends the process, every thread of it.
+        unsafe { libc::_exit(128 + signal) }
     }
 
     /// What each rank does now, for a deadlock report.

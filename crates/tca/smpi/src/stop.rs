@@ -50,9 +50,15 @@ pub(crate) fn watch(job: Arc<SmpiJob>) {
         }
         WAKE.store(fds[1], Ordering::Relaxed);
         for signal in STOPPING {
-            // SAFETY: a zeroed sigaction with a handler of the right type and an empty mask;
-            // SA_RESTART so that SimGrid's and the program's system calls are not interrupted.
+            // SAFETY: reads the signal's action, then sets a zeroed one with a handler of the
+            // right type and an empty mask; SA_RESTART so that SimGrid's and the program's
+            // system calls are not interrupted. A signal ignored on the way in (nohup, a
+            // shell's `&`) stays ignored.
             unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &raw mut old) != 0 || old.sa_sigaction == libc::SIG_IGN {
+                    continue;
+                }
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = on_signal as extern "C" fn(c_int) as usize;
                 action.sa_flags = libc::SA_RESTART;
