@@ -106,7 +106,7 @@ def test_bad_grid_and_methods_are_one_line_errors():
     # 24 KB / 5 is no whole number of 16-byte units: refused before anything runs.
     with pytest.raises(TcaError, match="each one of 1, 2, 3, 4, 6, 8"):
         qcd_halo.parse_grids("5x1")
-    with pytest.raises(TcaError, match="--nodes 4: platform peach2-testbed-2013 has 2 nodes"):
+    with pytest.raises(TcaError, match="grid 2x2 of 4 nodes: platform peach2-testbed-2013 has 2 nodes"):
         qcd_halo.run("peach2-testbed-2013", [(2, 2)])
     need("sim")
     exe = cprog.build("qcd_halo", qcd_halo.SOURCES, "sim", qcd_halo.HEADERS)

@@ -16,7 +16,7 @@
 use crate::departures::Departures;
 use crate::peach2::{Channel, Work};
 use crate::platform::{HostSpec, Peach2Spec, Platform};
-use crate::router::{AddressMap, Router};
+use crate::router::{AddressMap, Router, Target};
 use crate::topology::{build_hops, routers, Hop, NodeHops};
 use crate::transport::Tlp;
 use base::{Context, Model, SimTime, Simulation, Trace};
@@ -389,9 +389,11 @@ pub(crate) struct ClusterModel {
     pub(crate) gpu_sockets: Vec<u32>,
     pub(crate) gpu_read_latency: SimTime,
     pub(crate) host_link: LinkSpec,
-    /// The largest payload of any TLP: the smallest `max_payload` of the host, cable and GPU
-    /// links, as PCIe's system software sets one for every device a TLP may cross.
-    pub(crate) max_payload: u64,
+    /// `max_payload` of the host, cable and GPU links: a TLP carries at most the smallest of
+    /// those of the links it crosses ([`ClusterModel::max_payload_to`]).
+    pub(crate) host_mps: u64,
+    pub(crate) cable_mps: u64,
+    pub(crate) gpu_mps: u64,
     /// The read completion boundary of each completer: the root complex (host memory) and
     /// the GPUs.
     pub(crate) host_rcb: u64,
@@ -431,11 +433,9 @@ impl ClusterModel {
             gpu_sockets: p.gpu.sockets.clone(),
             gpu_read_latency: p.gpu.read_latency,
             host_link: p.host_link.clone(),
-            max_payload: [&p.host_link, &p.cable_link, &p.gpu_link]
-                .map(|l| l.max_payload)
-                .into_iter()
-                .min()
-                .unwrap_or(0),
+            host_mps: p.host_link.max_payload,
+            cable_mps: p.cable_link.max_payload,
+            gpu_mps: p.gpu_link.max_payload,
             host_rcb: p.host_link.read_completion_boundary,
             gpu_rcb: p.gpu_link.read_completion_boundary,
             map,
@@ -445,6 +445,21 @@ impl ClusterModel {
             pio_chunk: p.host.pio_write_combining,
             forward: p.peach2.cycles(p.peach2.forward_cycles),
         }
+    }
+
+    /// The largest payload of a TLP between the chip of `node` and global `addr`: the
+    /// smallest max payload of the links it crosses (the cables when `addr` is on another node,
+    /// the host link of `addr`'s node, and the GPU link when `addr` is GPU memory).
+    pub(crate) fn max_payload_to(&self, node: u32, addr: u64) -> u64 {
+        let to = self.map.node_of(addr);
+        let mut mps = self.host_mps;
+        if to != Some(node) {
+            mps = mps.min(self.cable_mps);
+        }
+        if let Some(Target::Gpu(..)) = to.and_then(|n| self.map.target(addr - self.map.node_base(n))) {
+            mps = mps.min(self.gpu_mps);
+        }
+        mps
     }
 
     fn poll_register(&self, start: SimTime, done: SimTime, k: u64, of: u64) -> SimTime {

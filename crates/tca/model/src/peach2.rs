@@ -97,6 +97,8 @@ pub(crate) struct ReadRequest {
     dst: u64,
     len: u64,
     received: u64,
+    /// The largest payload of the writes it becomes (`ClusterModel::max_payload_to`).
+    max_payload: u64,
 }
 
 /// One DMA channel of a PEACH2.
@@ -225,6 +227,8 @@ impl ClusterModel {
                     return;
                 }
                 (Work::Write { src, dst, len, .. }, Stage::Waiting) => {
+                    let max_payload = self.max_payload_to(node, dst);
+                    let ch = self.channel(node, channel);
                     ch.item(seq).stage = Stage::Started;
                     for (addr, n) in split_requests(src, len, mrrs) {
                         let r = ch.new_request(ReadRequest {
@@ -233,6 +237,7 @@ impl ClusterModel {
                             dst: dst + (addr - src),
                             len: n,
                             received: 0,
+                            max_payload,
                         });
                         ch.waiting_reads.push_back(r);
                     }
@@ -332,10 +337,10 @@ impl ClusterModel {
         bytes: u64,
         last: bool,
     ) {
-        let mps = self.max_payload;
         let forward = self.forward;
         let ch = self.channel(node, channel);
         let req = &mut ch.requests[r];
+        let mps = req.max_payload;
         let (seq, dst, src) = (req.seq, req.dst + req.received, req.src + req.received);
         req.received += bytes;
         let Work::Write { id, .. } = ch.item(seq).work else { unreachable!("reads belong to writes") };

@@ -360,11 +360,11 @@ impl ClusterModel {
             _ => unreachable!("only DMA reads are served"),
         };
         let (path, path_len) = self.path_to_chip(t.dest);
-        let rcb = match t.dest {
-            Dest::HostMemory(_) => self.host_rcb,
-            _ => self.gpu_rcb,
+        // Completions cross the completer's link, and the host link to the chip.
+        let (rcb, mps) = match t.dest {
+            Dest::HostMemory(_) => (self.host_rcb, self.host_mps),
+            _ => (self.gpu_rcb, self.host_mps.min(self.gpu_mps)),
         };
-        let mps = self.max_payload;
         let mut left = u64::from(t.read_len);
         for bytes in split_completions(t.addr, left, rcb, mps) {
             left -= bytes;

@@ -397,7 +397,11 @@ impl Inner {
             self.outbox_waiting.fetch_and(!bit, Ordering::AcqRel);
             return false;
         }
-        self.outbox_waiting.fetch_or(bit, Ordering::AcqRel);
+        if self.outbox_waiting.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
+            // This rank's engine thread sends it: wake it, as it naps for long when idle.
+            let h = self.own().header();
+            Segment::ring_bell(&h.engine_bell.0, &h.engine_waiters.0);
+        }
         true
     }
 

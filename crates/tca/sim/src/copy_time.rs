@@ -44,6 +44,8 @@ pub(crate) struct CopyModel {
     call_overhead: SimTime,
     mmio: SimTime,
     link: LinkSpec,
+    /// The root complex's read completion boundary (the host link's).
+    host_rcb: u64,
     host_read: SimTime,
     p2p: SimTime,
     gpu_memory: SimTime,
@@ -81,6 +83,7 @@ impl CopyModel {
             call_overhead: time("cuda", "call_overhead")?,
             mmio: platform.host.mmio_latency,
             link: platform.gpu_link.clone(),
+            host_rcb: platform.host_link.read_completion_boundary,
             host_read: time("node", "host_memory_read_latency")?,
             p2p: platform.host.p2p_latency,
             gpu_memory: time("node", "gpu_memory_latency")?,
@@ -119,7 +122,8 @@ impl CopyModel {
 
     /// The copy engine reads `len` bytes of host memory into its GPU.
     fn h2d(&self, len: u64) -> SimTime {
-        let data = self.on_link(TlpKind::Completion, len, self.link.read_completion_boundary);
+        // The completer is the root complex: completions split at its boundary.
+        let data = self.on_link(TlpKind::Completion, len, self.host_rcb);
         self.host_round_trip() + data.max(SimTime::for_bytes(len, self.engine))
     }
 

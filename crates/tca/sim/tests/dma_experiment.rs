@@ -96,18 +96,26 @@ fn same_run_gives_byte_identical_traces() {
     assert_eq!(a, trace());
 }
 
-/// A TLP crosses host, cable and GPU links, so its payload is bounded by the smallest max
-/// payload of the three: a GPU link limited to 128 B doubles the writes into the GPU and their
-/// headers, and the same DMA takes longer.
+/// A TLP carries at most the smallest max payload of the links it crosses: with a GPU link
+/// limited to 128 B, writes into the GPU are 128 B (twice the TLPs and headers, a slower DMA),
+/// while completions from host memory, which cross only the host link, stay 256 B, and a DMA
+/// between host buffers takes as long as before.
 #[test]
-fn the_smallest_max_payload_of_the_links_bounds_every_tlp() {
-    let run = DmaRun { src: Endpoint::Host, dst: Endpoint::Gpu(0), mode: DmaMode::Chaining, size: 64 << 10, count: 1 };
+fn a_tlp_carries_at_most_the_smallest_max_payload_on_its_path() {
+    let to_gpu =
+        DmaRun { src: Endpoint::Host, dst: Endpoint::Gpu(0), mode: DmaMode::Chaining, size: 64 << 10, count: 1 };
+    let to_host = DmaRun { dst: Endpoint::Host, ..to_gpu };
     let small = common::set_value(&common::testbed_text(), "pcie.gpu_link.max_payload", "\"128 B\"");
     let small = Platform::parse(&small, Path::new("small.toml")).unwrap();
     let mut t = Trace::new();
-    let slower = run_dma(&small, &run, Some(&mut t)).unwrap();
+    let slower = run_dma(&small, &to_gpu, Some(&mut t)).unwrap();
     let json = t.to_json();
-    assert!(json.contains("\"MWr 128 B\"") && !json.contains("\"MWr 256 B\""), "writes of 128 B only");
-    let usual = run_dma(&testbed(), &run, None).unwrap();
+    assert!(json.contains("\"MWr 128 B\"") && !json.contains("\"MWr 256 B\""), "writes into the GPU of 128 B");
+    assert!(json.contains("\"CplD 256 B\""), "completions from host memory keep 256 B");
+    let usual = run_dma(&testbed(), &to_gpu, None).unwrap();
     assert!(slower.bandwidth() < usual.bandwidth() * 0.97, "{} against {} B/s", slower.bandwidth(), usual.bandwidth());
+    assert_eq!(
+        run_dma(&small, &to_host, None).unwrap().bandwidth(),
+        run_dma(&testbed(), &to_host, None).unwrap().bandwidth()
+    );
 }

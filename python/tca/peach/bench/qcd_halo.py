@@ -60,7 +60,8 @@ def run(
     if iterations < 1:
         raise TcaError("--iterations must be at least 1")
     if fabric == "sim" and platform is not None:
-        platforms.check_nodes(platform, [px * py for px, py in grids])
+        for px, py in grids:
+            platforms.check_nodes(platform, [px * py], label=f"grid {px}x{py} of {{n}} nodes")
     exe = cprog.build("qcd_halo", SOURCES, fabric, HEADERS)
     kind = "predicted" if fabric == "sim" else "measured"
     name = platform if fabric == "sim" else f"this host ({fabric})"

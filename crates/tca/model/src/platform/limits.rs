@@ -290,9 +290,10 @@ pub fn check_platform(p: &Platform) -> Result<(), String> {
             max_payload.unwrap_or(0)
         ));
     }
-    // Only PEACH2 reads (host memory and GPUs, through its N port: seed 000 §3.5 reads a
-    // remote node's memory with writes), and cables carry no completions: these values would
-    // change nothing, so they must say what the model does.
+    // Values no model uses: PEACH2 reads through its N port with the host link's max read
+    // request (a remote node's memory is read with writes, seed 000 §3.5), the GPU copy
+    // engine's reads (cudaMemcpy) are timed by their completions alone, and cables carry no
+    // completions. A value other than the host link's would be taken and change nothing.
     let (h, c, g) = (&p.host_link, &p.cable_link, &p.gpu_link);
     let (mrrs, rcb) = ("pcie.host_link.max_read_request", "pcie.host_link.read_completion_boundary");
     let inert = [
@@ -302,7 +303,7 @@ pub fn check_platform(p: &Platform) -> Result<(), String> {
     ];
     if let Some((key, _, like, _)) = inert.iter().find(|(_, v, _, want)| v != want) {
         return Err(format!(
-            "{key}: '{}' would change nothing: only PEACH2 issues reads, through its N port, and cables carry no completions; give it the value of {like} ('{}')",
+            "{key}: '{}' would change nothing (PEACH2 reads with the host link's max read request, and cables carry no completions); give it the value of {like} ('{}')",
             value(key),
             value(like)
         ));
