@@ -14,6 +14,13 @@ def test_platform_show_lists_every_parameter_with_its_source(tca):
     out = tca("platforms", "--show", "peach2-testbed-2013").stdout
     assert "pcie.host_link.max_payload" in out and "seed 000 Table 2" in out
     assert out.count("[calibrated on") == 4
+    # Settings the file gives every link but no model uses say so.
+    unused = [line.split()[0] for line in out.splitlines() if "[not used:" in line]
+    assert unused == [
+        "pcie.cable_link.max_read_request",
+        "pcie.cable_link.read_completion_boundary",
+        "pcie.gpu_link.max_read_request",
+    ]
 
 
 def test_table_then_comparison(tca):

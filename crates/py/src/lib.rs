@@ -80,6 +80,8 @@ impl Platform {
                 d.set_item("value", &p.value)?;
                 d.set_item("source", &p.source)?;
                 d.set_item("calibrated", &p.calibrated)?;
+                let unused = tca_model::platform::UNUSED.iter().find(|(k, _)| *k == p.key);
+                d.set_item("unused", unused.map(|(_, why)| *why))?;
                 Ok(d)
             })
             .collect()

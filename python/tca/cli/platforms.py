@@ -22,11 +22,13 @@ def cmd_platforms(args: argparse.Namespace) -> int:
         value_w = 16  # a longer value (the cable list) puts its source on the next line
         print(f"# {'parameter':<{key_w}}{'value':<{value_w}}source")
         for prm in params:
-            cal = f"  [calibrated on {prm['calibrated']}]" if prm["calibrated"] else ""
+            notes = f"  [calibrated on {prm['calibrated']}]" if prm["calibrated"] else ""
+            if prm["unused"]:
+                notes += f"  [not used: {prm['unused']}]"
             value = prm["value"]
             if len(value) >= value_w:
                 value += "\n" + " " * (2 + key_w + value_w)
-            print(f"  {prm['key']:<{key_w}}{value:<{value_w}}{prm['source']}{cal}")
+            print(f"  {prm['key']:<{key_w}}{value:<{value_w}}{prm['source']}{notes}")
         return 0
     for path in platforms.available():
         p = platforms.load(str(path))

@@ -30,7 +30,11 @@ pub const TCA_ERROR_CHANNEL_TAKEN: c_int = 111;
 
 /// The codes only the C ABI returns: (code, C name, message).
 pub const ABI_ERRORS: [(c_int, &str, &str); 7] = [
-    (TCA_ERROR_INVALID_ARGUMENT, "TCA_ERROR_INVALID_ARGUMENT", "invalid argument (a NULL pointer, a negative number or a value no call takes)"),
+    (
+        TCA_ERROR_INVALID_ARGUMENT,
+        "TCA_ERROR_INVALID_ARGUMENT",
+        "invalid argument (a NULL pointer, a negative number or a value no call takes)",
+    ),
     (TCA_ERROR_INTERNAL, "TCA_ERROR_INTERNAL", "internal error in the TCA library"),
     (TCA_ERROR_UNKNOWN_FABRIC, "TCA_ERROR_UNKNOWN_FABRIC", "TCA_FABRIC names no fabric of this process"),
     (

@@ -535,7 +535,9 @@ impl Reader<'_> {
                     match t.get(k) {
                         Some(toml::Value::Float(f)) => limits::reference_number(&at(k), *f),
                         Some(toml::Value::Integer(v)) => limits::reference_number(&at(k), *v as f64),
-                        Some(other) => Err(format!("{}: expected a number, got the {} {other}", at(k), other.type_str())),
+                        Some(other) => {
+                            Err(format!("{}: expected a number, got the {} {other}", at(k), other.type_str()))
+                        }
                         None => Err(format!("missing number '{}'", at(k))),
                     }
                 };
@@ -585,6 +587,17 @@ impl Reader<'_> {
         Ok(())
     }
 }
+
+/// Parameters a platform file gives that no model uses, and why: every link has the same
+/// PCIe settings in the file, but PEACH2 reads only through its N port with the host link's max
+/// read request (a remote node's memory is read with writes, seed 000 §3.5), the GPU copy
+/// engine's reads (cudaMemcpy) are timed by their completions alone, and cables carry no
+/// completions. `tca platforms --show` marks them.
+pub const UNUSED: [(&str, &str); 3] = [
+    ("pcie.cable_link.max_read_request", "PEACH2 reads with pcie.host_link.max_read_request"),
+    ("pcie.gpu_link.max_read_request", "PEACH2 reads with pcie.host_link.max_read_request"),
+    ("pcie.cable_link.read_completion_boundary", "cables carry no completions"),
+];
 
 /// Levenshtein distance between two keys (short ASCII words).
 fn edit_distance(a: &str, b: &str) -> usize {

@@ -130,19 +130,6 @@ fn empty_write_combining_buffer() {
     );
 }
 
-/// Only PEACH2 reads, through its N port, and cables carry no completions: a read setting of a
-/// cable or GPU link other than the host link's would be taken and change nothing.
-#[test]
-fn read_settings_the_model_would_not_use() {
-    for key in ["pcie.cable_link.max_read_request", "pcie.gpu_link.max_read_request"] {
-        assert_names(&rejected(key, "\"128 B\""), key, "give it the value of pcie.host_link.max_read_request");
-    }
-    let key = "pcie.cable_link.read_completion_boundary";
-    assert_names(&rejected(key, "\"128 B\""), key, "give it the value of pcie.host_link.read_completion_boundary");
-    let same = set_value(&testbed_text(), "pcie.gpu_link.max_read_request", "\"4 KiB\"");
-    assert!(Platform::parse(&same, Path::new("edited.toml")).is_ok(), "the same size in other words");
-}
-
 #[test]
 fn node_counts_that_do_not_fit_32_bits_are_not_truncated() {
     assert_names(&rejected("topology.nodes", "4294967298"), "topology.nodes", "allowed 1 to 16");

@@ -341,13 +341,23 @@ fn mutated_platform_files_load_or_fail_in_one_line() {
     }
     let loaded = loaded.into_inner();
     println!("{loaded} of {cases} mutated files loaded");
-    // About 9% load (baseline tables are checked too): enough for the loaded-file checks to run.
-    assert!(loaded * 20 > cases as usize, "only {loaded} of {cases} mutated files loaded");
+    // About 9% load (baseline tables are checked too), 16 to 40 of 300 in runs with random
+    // seeds: enough for the loaded-file checks to run. The bound leaves room for the spread.
+    assert!(loaded * 40 > cases as usize, "only {loaded} of {cases} mutated files loaded");
 }
 
 /// A value for `limit`: the value as written, a bound, or log-uniformly anywhere between,
-/// obeying its rule (PCIe lane counts: one of the widths the specification allows).
+/// obeying its rule (PCIe lane counts: one of the widths the specification allows; a link's
+/// rate: one of those of its encoding, which the file's generation fixes).
 fn value_in_range(key: &str, limit: &'static Limit, original: String) -> BoxedStrategy<String> {
+    if key.starts_with("pcie.") && key.ends_with(".rate") {
+        let rates = if original.contains("2.5 GT/s") || original.contains("5 GT/s") {
+            vec!["2.5 GT/s", "5 GT/s"]
+        } else {
+            vec!["8 GT/s", "16 GT/s", "32 GT/s"]
+        };
+        return prop::sample::select(rates).prop_map(|r| format!("\"{r}\"")).boxed();
+    }
     let parse = move |t: &str| limit.kind.parse(t).expect("the table's bounds parse");
     let (min, max) = (parse(limit.min), parse(limit.max));
     let step = match limit.rule {

@@ -290,25 +290,6 @@ pub fn check_platform(p: &Platform) -> Result<(), String> {
             max_payload.unwrap_or(0)
         ));
     }
-    // Values no model uses: PEACH2 reads through its N port with the host link's max read
-    // request (a remote node's memory is read with writes, seed 000 §3.5), the GPU copy
-    // engine's reads (cudaMemcpy) are timed by their completions alone, and cables carry no
-    // completions. A value other than the host link's would be taken and change nothing.
-    let (h, c, g) = (&p.host_link, &p.cable_link, &p.gpu_link);
-    let (mrrs, rcb) = ("pcie.host_link.max_read_request", "pcie.host_link.read_completion_boundary");
-    let inert = [
-        ("pcie.cable_link.max_read_request", c.max_read_request, mrrs, h.max_read_request),
-        ("pcie.gpu_link.max_read_request", g.max_read_request, mrrs, h.max_read_request),
-        ("pcie.cable_link.read_completion_boundary", c.read_completion_boundary, rcb, h.read_completion_boundary),
-    ];
-    if let Some((key, _, like, _)) = inert.iter().find(|(_, v, _, want)| v != want) {
-        return Err(format!(
-            "{key}: '{}' would change nothing (PEACH2 reads with the host link's max read request, and cables carry no completions); give it the value of {like} ('{}')",
-            value(key),
-            value(like)
-        ));
-    }
-
     // The window is a naturally aligned BAR inside the address space.
     let window_end = map.window_base.checked_add(map.window_bytes).filter(|&end| end <= ADDRESS_SPACE);
     if !map.window_base.is_multiple_of(map.window_bytes) || window_end.is_none() {

@@ -4,8 +4,8 @@
 //! notification while its ring fills, a rank stopped while a peer reads its memory.
 
 use super::{buffer, ck, contents, exchange, fill, fill_at, me_n, ok, Check, Code};
-use tca_proto::Handle;
 use std::time::Instant;
+use tca_proto::Handle;
 use tca_proto::{Desc, DmaFlags, Fabric, MemoryType, TcaError};
 use tca_shm::ring::RING_SLOTS;
 use tca_shm::ShmFabric;
