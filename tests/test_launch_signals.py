@@ -92,6 +92,9 @@ def test_signals_to_the_launcher_reach_the_ranks(tmp_path, sig, ignore_term):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A signal ignored on the way in stays ignored (nohup): the test's own start may be
+        # such a way in, so the launcher gets the default dispositions.
+        preexec_fn=launch.default_signals,
     )
     try:
         deadline = time.monotonic() + 30

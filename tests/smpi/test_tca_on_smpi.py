@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import tca.peach.sim
-from tca.peach import cc
+from tca.peach import cc, launch
 from tca.peach.api import DMA_NOTIFY, Desc
 
 HERE = Path(__file__).resolve().parent
@@ -363,7 +363,11 @@ def test_ctrl_c_stops_the_run_with_its_files(program, tmp_path):
     stats = tmp_path / "s.json"
     cmd = [*TCA, "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca", "--stats-json", str(stats)]
     p = subprocess.Popen(
-        [*cmd, str(program), "endless", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*cmd, str(program), "endless", "8"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=launch.default_signals,
     )
     try:
         out, err = p.communicate(timeout=3)

@@ -40,6 +40,13 @@ SIM_GRACE_S = 10.0
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+def default_signals() -> None:
+    """Gives the signals the launcher forwards their default disposition (for a child about to
+    run `tca run` whose parent may have inherited them ignored, as under nohup)."""
+    for sig in FORWARDED:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def job_id() -> str:
     """A job id unique on this host: names the shared segments ``tca-<job>-<rank>``."""
     return f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
