@@ -21,8 +21,12 @@ static WAKE: AtomicI32 = AtomicI32::new(-1);
 extern "C" fn on_signal(signal: c_int) {
     let byte = signal as u8;
     // SAFETY: write(2) is async-signal-safe; a full pipe (a signal repeated many times) only
-    // loses the repeats.
-    unsafe { libc::write(WAKE.load(Ordering::Relaxed), (&raw const byte).cast(), 1) };
+    // loses the repeats. errno is the interrupted code's, so it is given back.
+    unsafe {
+        let errno = *libc::__errno_location();
+        libc::write(WAKE.load(Ordering::Relaxed), (&raw const byte).cast(), 1);
+        *libc::__errno_location() = errno;
+    }
 }
 
 /// Once per process: the stopping signals end `job` as the module documentation says. If the
