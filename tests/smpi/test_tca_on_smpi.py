@@ -56,6 +56,14 @@ def run(
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
+def tca_cc(source: Path, text: str) -> Path:
+    """Writes ``text`` to ``source`` and builds it with `tca cc` beside it (no suffix)."""
+    source.write_text(text)
+    exe = source.with_suffix("")
+    subprocess.run([*TCA, "cc", str(source), "-o", str(exe)], check=True)
+    return exe
+
+
 def latencies(stdout: str) -> tuple[float, float]:
     m = re.search(r"TCA ([\d.]+) us, MPI ([\d.]+) us one-way", stdout)
     assert m, stdout
@@ -458,15 +466,13 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
 
 def test_the_program_gets_its_arguments_as_given(tmp_path):
     """As under mpirun: not split, dropped or expanded, and none taken by SimGrid."""
-    source = tmp_path / "args.c"
-    source.write_text(
+    exe = tca_cc(
+        tmp_path / "args.c",
         "#include <mpi.h>\n#include <stdio.h>\n"
         "int main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n"
         '  for (int i = 1; i < argc; i++) printf("[%s]", argv[i]);\n  printf("\\n");\n'
-        "  MPI_Finalize();\n  return 0;\n}\n"
+        "  MPI_Finalize();\n  return 0;\n}\n",
     )
-    exe = tmp_path / "args"
-    subprocess.run([*TCA, "cc", str(source), "-o", str(exe)], check=True)
     (tmp_path / "x1").touch()
     given = ["a b", "", "x*", "--cfg=smpi/wtime:1", "--help", "last"]
     cmd = [*TCA, "run", "-n", "1", "--fabric", "sim", "--platform", "ha-pacs-tca", str(exe)]
@@ -478,18 +484,16 @@ def test_the_program_gets_its_arguments_as_given(tmp_path):
 
 
 def test_a_cpp_program_builds_and_runs(tmp_path):
-    source = tmp_path / "hello.cpp"
-    source.write_text(
+    exe = tca_cc(
+        tmp_path / "hello.cpp",
         '#include <mpi.h>\n#include <cstdio>\n#include <vector>\n#include "tca-api.h"\n'
         "int main(int argc, char** argv) {\n"
         "  MPI_Init(&argc, &argv);\n  int me;\n  MPI_Comm_rank(MPI_COMM_WORLD, &me);\n"
         "  std::vector<int> v(1000, me);\n"
         "  if (tcaInit() != TCA_SUCCESS) return 1;\n"
         '  std::printf("rank %d: %zu ints, tcaFinalize %d\\n", me, v.size(), tcaFinalize());\n'
-        "  MPI_Finalize();\n  return 0;\n}\n"
+        "  MPI_Finalize();\n  return 0;\n}\n",
     )
-    exe = tmp_path / "hello"
-    subprocess.run([*TCA, "cc", str(source), "-o", str(exe)], check=True)
     out = run(exe)
     assert out.returncode == 0, out.stdout + out.stderr
     for rank in (0, 1):

@@ -49,10 +49,10 @@ def load(name_or_path: str) -> _native.Platform:
         raise TcaError(str(e)) from None
 
 
-def check_nodes(name_or_path: str, counts, least: int = 1, label: str = "--nodes {n}") -> None:
-    """One-line error for a node count the platform cannot run: below ``least`` or above its
-    nodes. The platform is named as the user gave it (a file by its path); ``label`` says
-    what asked for ``n`` nodes."""
+def check_nodes(name_or_path: str, counts, least: int = 1, label: str = "--nodes {n}") -> _native.Platform:
+    """The platform, or a one-line error for a node count it cannot run: below ``least`` or
+    above its nodes. The platform is named as the user gave it (a file by its path); ``label``
+    says what asked for ``n`` nodes."""
     loaded = load(name_or_path)
     for n in counts:
         if n < least:
@@ -60,3 +60,4 @@ def check_nodes(name_or_path: str, counts, least: int = 1, label: str = "--nodes
         if n > loaded.nodes:
             nodes = "1 node" if loaded.nodes == 1 else f"{loaded.nodes} nodes"
             raise TcaError(f"{label.format(n=n)}: platform {name_or_path} has {nodes}")
+    return loaded

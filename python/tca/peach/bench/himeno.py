@@ -84,8 +84,7 @@ def run(
     """Rows per size and node count: TCA halo, MPI halo, compute, ... [us]; halo per rank [B];
     TCA/MPI halo [x]."""
     fabric = resolve_fabric(fabric)
-    loaded = platforms.load(platform)
-    platforms.check_nodes(platform, nodes)
+    loaded = platforms.check_nodes(platform, nodes)
     if iterations is not None and iterations < 1:
         raise TcaError("--iterations must be at least 1")
     exe = cprog.build(BENCHMARK, SOURCES, fabric, HEADERS)
