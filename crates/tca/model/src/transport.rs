@@ -251,7 +251,7 @@ impl ClusterModel {
             let stalled = tx.start > arrival && behind != stream;
             hop.tlps += 1;
             hop.stalled += u64::from(stalled);
-            if let (Some(track), true) = (hop.track, ctx.tracing()) {
+            if let Some(track) = hop.track.filter(|_| ctx.tracing()) {
                 let mut label = match kind {
                     TlpKind::MemWrite => format!("MWr {payload} B"),
                     TlpKind::MemRead => format!("MRd {read_len} B"),

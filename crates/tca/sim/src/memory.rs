@@ -77,6 +77,9 @@ pub struct Memory {
     streamed: bool,
     /// The window mapped whole, where the kernel allowed it: buffers inside it lie there.
     arena: Option<Arena>,
+    /// The buffers of the last two copies (global start, length, pointer): a DMA copies into
+    /// and out of the same buffers TLP after TLP. Emptied when a buffer is added or removed.
+    recent: [(u64, u64, usize); 2],
 }
 
 // SAFETY: the buffers are owned by the map (allocated in `add`, freed in `remove` or drop);
@@ -109,6 +112,7 @@ impl Memory {
             None => Buffer::zeroed(len)?,
         };
         let ptr = buffer.ptr;
+        self.recent = Default::default();
         if let Some(old) = self.buffers.insert(addr, buffer) {
             // The model handed out an address twice: keep the new buffer, free the old one
             // (first: in the window both have the same pointer).
@@ -134,6 +138,7 @@ impl Memory {
     pub fn remove(&mut self, addr: u64) -> bool {
         match self.buffers.remove(&addr) {
             Some(b) => {
+                self.recent = Default::default();
                 self.release(b);
                 true
             }
@@ -152,6 +157,19 @@ impl Memory {
     fn raw(&self, addr: u64, len: u64) -> Option<*mut u8> {
         let (buf, off) = self.locate(addr, len)?;
         Some(buf.ptr.as_ptr().wrapping_add(off))
+    }
+
+    /// As [`Self::raw`], looking first at the buffer remembered in `recent[slot]`.
+    fn raw_recent(&mut self, addr: u64, len: u64, slot: usize) -> Option<*mut u8> {
+        let (start, size, ptr) = self.recent[slot];
+        let off = addr.wrapping_sub(start);
+        if off < size && len <= size - off {
+            return Some((ptr as *mut u8).wrapping_add(off as usize));
+        }
+        let (buf, off) = self.locate(addr, len)?;
+        let ptr = buf.ptr.as_ptr();
+        self.recent[slot] = (addr - off as u64, buf.len as u64, ptr as usize);
+        Some(ptr.wrapping_add(off))
     }
 
     /// Whether `[addr, addr + len)` lies inside one buffer.
@@ -178,21 +196,22 @@ impl Memory {
         Some(out)
     }
 
-    /// Writes `bytes` at `addr`; `false` if they do not fit in one buffer.
+    /// Writes `bytes` at `addr`; `false` if they do not fit in one buffer. Visible to this
+    /// thread at once, to others after [`Memory::publish`].
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> bool {
-        let Some(dst) = self.raw(addr, bytes.len() as u64) else {
+        let Some(dst) = self.raw_recent(addr, bytes.len() as u64, 1) else {
             return false;
         };
         // SAFETY: `dst` has `bytes.len()` bytes inside a live buffer, which `bytes` (a Rust
         // slice the caller owns) is not part of.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        self.streamed |= unsafe { copy_streaming(bytes.as_ptr(), dst, bytes.len()) };
         true
     }
 
     /// Copies `len` bytes from `src` to `dst` (both global); `false` if either is not mapped.
     /// Visible to this thread at once, to others after [`Memory::publish`].
     pub fn copy(&mut self, src: u64, dst: u64, len: u64) -> bool {
-        let (Some(s), Some(d)) = (self.raw(src, len), self.raw(dst, len)) else {
+        let (Some(s), Some(d)) = (self.raw_recent(src, len, 0), self.raw_recent(dst, len, 1)) else {
             return false;
         };
         // SAFETY: both ranges lie inside live buffers; they may overlap (one buffer).
@@ -266,6 +285,27 @@ mod tests {
         assert!(m.remove(1000));
         assert_eq!(m.read(1004, 1), None);
         assert!(!m.remove(1000));
+    }
+
+    /// Copies go to the buffer that holds the address now: one removed, or replaced at the
+    /// same address, is never written through a pointer remembered from an earlier copy.
+    #[test]
+    fn copies_follow_buffers_that_are_removed_or_replaced() {
+        let mut m = Memory::default();
+        m.add(0x1000, 256).unwrap();
+        m.add(0x2000, 256).unwrap();
+        m.write(0x1000, &[9; 256]);
+        assert!(m.copy(0x1000, 0x2000, 256));
+        assert!(m.copy(0x1000, 0x2080, 128), "the same buffers again");
+        assert!(!m.copy(0x1000, 0x2080, 256), "past the end of the remembered buffer");
+        assert!(m.remove(0x2000));
+        assert!(!m.copy(0x1000, 0x2000, 256), "into a removed buffer");
+        assert!(!m.write(0x2000, &[1]));
+        let second = m.add(0x2000, 512).unwrap();
+        assert!(m.copy(0x1000, 0x2100, 256), "the new buffer is longer");
+        assert_eq!(m.read(0x2000, 512).unwrap(), [vec![0; 256], vec![9; 256]].concat());
+        // SAFETY: `second` has 512 bytes.
+        assert_eq!(unsafe { *((second + 256) as usize as *const u8) }, 9);
     }
 
     /// Copies the size of a TLP: streamed between buffers and within one, with the stores

@@ -208,6 +208,8 @@ impl Scheduler {
             return;
         }
         self.looked_at = Some(self.world.changes);
+        // Most looks answer no wait: the slots' earliest deadline and ready count then stand.
+        let mut changed = false;
         for (node, slot) in self.slots.iter_mut().enumerate() {
             let Slot::Waiting { wait, deadline, seen, .. } = slot else { continue };
             if deadline.is_none() {
@@ -220,27 +222,31 @@ impl Scheduler {
                     match self.world.ready_at(wait) {
                         Some(Ok(t)) => *deadline = Some(t),
                         Some(Err(e)) => *slot = Slot::Ready(Err(e)),
-                        None => {}
+                        None => continue,
                     }
+                    changed = true;
                 }
             }
             if let Slot::Waiting { wait, deadline: Some(d), .. } = slot {
                 if *d <= now {
                     *slot = Slot::Ready(self.world.finish(wait));
+                    changed = true;
                 }
             }
         }
-        self.fail_waits_on_finalized_peers();
-        self.recount();
+        if self.fail_waits_on_finalized_peers() || changed {
+            self.recount();
+        }
     }
 
     /// A wait for a value or a notification whose sender has finalized fails once nothing of
     /// the sender's is still on the way, as on shm, where it fails once the sender has left
-    /// the job.
-    fn fail_waits_on_finalized_peers(&mut self) {
+    /// the job. Returns whether one failed.
+    fn fail_waits_on_finalized_peers(&mut self) -> bool {
         if !self.some_finished {
-            return;
+            return false;
         }
+        let mut failed = false;
         for node in 0..self.slots.len() {
             let Slot::Waiting { wait, deadline: None, .. } = &self.slots[node] else { continue };
             let (peer, what) = match wait {
@@ -251,8 +257,10 @@ impl Scheduler {
             if usize::from(peer) != node && self.has_finished(u32::from(peer)) && !self.world.in_flight_of(peer) {
                 let detail = format!("rank {peer} finalized before {what}");
                 self.slots[node] = Slot::Ready(Err(FabricError::with_detail(TcaError::PeerDead, detail)));
+                failed = true;
             }
         }
+        failed
     }
 
     /// Takes the earliest deadline and the ready answers again after slots changed.
