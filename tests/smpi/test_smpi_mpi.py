@@ -44,9 +44,9 @@ def compile_program(source: Path, out: Path) -> Path:
     return exe
 
 
-def run(setup, program: list[str]) -> subprocess.CompletedProcess:
+def run(setup, program: list[str], quiet: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        smpimain_command(setup, program),
+        smpimain_command(setup, program, quiet),
         env=os.environ | setup.env,
         capture_output=True,
         text=True,
@@ -139,7 +139,7 @@ def test_allreduce_runs_with_the_mvapich2_collectives(tmp_path, ranks):
     exe = compile_program(HERE / "mpi_allreduce.c", tmp_path)
     setup = prepare("ha-pacs-tca", ranks, tmp_path / "run")
     assert "smpi/coll-selector:mvapich2" in setup.cfg
-    proc = run(setup, [str(exe)])
+    proc = run(setup, [str(exe)], quiet=False)
     assert "Switch to algorithm mvapich2 for collective allreduce" in proc.stderr
     words = proc.stdout.split()
     assert words[:2] == ["ranks", str(ranks)] and float(words[5]) == ranks * (ranks + 1) / 2

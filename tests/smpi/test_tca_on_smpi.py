@@ -100,6 +100,7 @@ def test_mpi_and_tca_share_one_clock_and_one_model(program, size):
     first, second = run(program, "pingpong", str(size)), run(program, "pingpong", str(size))
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout, "two runs print the same"
+    assert "smpi_coll" not in first.stderr, "SimGrid's choice of collective algorithms is not shown"
     assert "rank 0: device 0, payload verified" in first.stdout
     assert "rank 1: device 0, payload verified" in first.stdout
     tca_us, mpi_us = latencies(first.stdout)
@@ -109,6 +110,17 @@ def test_mpi_and_tca_share_one_clock_and_one_model(program, size):
         # MVAPICH2-GDR GPU-GPU, seed 001: 6.5 us (calibrated, +-10 %), slower than PEACH2.
         assert mpi_us == pytest.approx(6.5, rel=0.10)
         assert tca_us < mpi_us
+
+
+def test_measured_computation_leaves_out_the_time_inside_tca_calls(program):
+    """`--compute measured` charges the program's own code between calls, not the model's work
+    that runs on a rank's thread inside its TCA and CUDA calls (before, the 1 MiB one-way time
+    came out 11 times the model's)."""
+    size = str(1 << 20)
+    model_us = latencies(run(program, "pingpong", size).stdout)[0]
+    out = run(program, "pingpong", size, tca_options=("--compute", "measured"))
+    assert out.returncode == 0, out.stderr
+    assert model_us <= latencies(out.stdout)[0] < 1.25 * model_us, out.stdout
 
 
 def python_pio_pingpong(size: int) -> float:
@@ -393,13 +405,15 @@ def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):
     out = run(program, "exit")
     assert out.returncode == 5, out.stdout + out.stderr
     assert "tca: rank 1 exited with status 5 at" in out.stderr, out.stderr
+    # Rank 0 waits for it in TCA: the report says how rank 1 ended.
+    assert "rank 1 has ended (returned from main or called exit) without tcaFinalize" in out.stderr
 
 
 def test_a_deadlock_report_names_a_rank_that_returned_from_main(program):
     out = run(program, "returned")
     assert out.returncode == 3, out.stdout + out.stderr
     assert "rank 0 waits for tcaWaitDMARecvDesc(handle of node 1, slot 0, tag 7)" in out.stderr
-    assert "rank 1 has returned from main without tcaFinalize" in out.stderr
+    assert "rank 1 has ended (returned from main or called exit) without tcaFinalize" in out.stderr
 
 
 def test_a_deadlock_inside_tca_is_an_error_the_program_gets(program):
@@ -452,6 +466,10 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
     assert out.returncode == 2 and "was not built with `tca cc`" in out.stderr
     out = subprocess.run([*TCA, "run", "-n", "2", "--no-gdr", str(plain)], capture_output=True, text=True)
     assert out.returncode == 2 and "apply to --fabric sim only" in out.stderr
+    out = subprocess.run(
+        [*TCA, "run", "-n", "2", "--fabric", "sim", "--bind-to", "core", str(plain)], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "--bind-to core applies to --fabric shm only" in out.stderr, out.stderr
     built = tmp_path / "built"
     subprocess.run([*TCA, "cc", str(tmp_path / "plain.c"), "-o", str(built)], check=True)
     out = subprocess.run([*TCA, "run", "-n", "1", str(built)], capture_output=True, text=True)

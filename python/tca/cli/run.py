@@ -26,7 +26,7 @@ def add_parser(subparsers) -> None:
         "--bind-to",
         default="none",
         choices=["none", "core"],
-        help="core: pin rank r to the r-th CPU, like mpirun --bind-to core (default: none)",
+        help="core: pin rank r to the r-th CPU, like mpirun --bind-to core (shm fabric; default: none)",
     )
     p.add_argument(
         "--timeout",

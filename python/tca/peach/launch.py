@@ -116,6 +116,8 @@ def run(
         raise TcaError("no program given (usage: tca run -n N PROGRAM [ARGS...])")
     check_timeout(timeout_s)
     if fabric == "sim":
+        if bind != "none":
+            raise TcaError(f"--bind-to {bind} applies to --fabric shm only: the simulator's ranks share one process")
         return run_simulated(nranks, program, platform or "peach2-testbed-2013", timeout_s, sim)
     if fabric != "shm":
         raise TcaError(f"--fabric {fabric}: expected shm or sim")

@@ -289,9 +289,11 @@ def smpimain() -> str:
     return found.group(1)
 
 
-def smpimain_command(setup: SmpiSetup, program: list[str]) -> list[str]:
+def smpimain_command(setup: SmpiSetup, program: list[str], quiet: bool = True) -> list[str]:
     """The command line of one simulation: SimGrid's ``smpimain`` with what ``smpirun`` would
-    give it; run it with ``setup.env`` added to the environment.
+    give it; run it with ``setup.env`` added to the environment. ``quiet`` drops SimGrid's
+    line per collective and communicator on which algorithm it picked (22 lines on stderr in
+    every run of an MPI program).
 
     Not through ``smpirun``: that script hands the program's arguments on through an unquoted
     shell expansion (split at spaces, empty ones dropped, patterns expanded) and keeps those
@@ -311,6 +313,7 @@ def smpimain_command(setup: SmpiSetup, program: list[str]) -> list[str]:
         f"--cfg=smpi/tmpdir:{tempfile.gettempdir()}",
         *(f"--cfg={c}" for c in setup.cfg),
         "--log=xbt_cfg.thresh:warning",
+        *(["--log=smpi_coll.thresh:warning"] if quiet else []),
         str(setup.platform_xml),
         "--",
         *program[1:],

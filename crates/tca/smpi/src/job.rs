@@ -53,7 +53,7 @@ struct State {
     /// The trace and statistics were written ([`SmpiJob::end`]).
     ended: bool,
     /// Each rank's SimGrid actor, once it joined; and whether it ended without
-    /// `tcaFinalize` (it returned from `main`), for deadlock reports.
+    /// `tcaFinalize` (it returned from `main` or called `exit`), for deadlock reports.
     actors: Vec<Option<i64>>,
     returned: Vec<bool>,
 }
@@ -283,7 +283,7 @@ impl SmpiJob {
 /// What a rank that is not in a TCA call does, as far as the job knows.
 fn outside_tca(returned: &[bool], rank: u32) -> &'static str {
     if returned.get(rank as usize).copied().unwrap_or(false) {
-        "has returned from main without tcaFinalize"
+        "has ended (returned from main or called exit) without tcaFinalize"
     } else {
         "is not in a TCA call (in MPI, or running)"
     }
@@ -311,6 +311,7 @@ impl Driver for SmpiJob {
         // A killed rank on its way out of libtca makes no SimGrid call (a collective may try to
         // clean up after the error).
         crate::refuse_if_killed()?;
+        let _outside = self.sg.outside_computation().ok_or_else(crate::killed)?;
         let (answer, wake) = {
             let mut st = self.lock();
             let clock = self.clock();
@@ -344,6 +345,10 @@ impl Driver for SmpiJob {
         if crate::refuse_if_killed().is_err() {
             return;
         }
+        let Some(_outside) = self.sg.outside_computation() else {
+            crate::killed();
+            return;
+        };
         let wake = {
             let mut st = self.lock();
             if rank >= st.scheduler.ranks() {

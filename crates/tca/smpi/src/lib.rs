@@ -151,6 +151,8 @@ pub fn join() -> FabricResult<SimRank> {
         error("TCA_FABRIC=smpi needs a program built with `tca cc` and started with `tca run --fabric sim`")
     })?;
     let (rank, size) = mpi_rank(sg)?;
+    // Loading the platform and building the model is not the program's computation.
+    let _outside = sg.outside_computation().ok_or_else(killed)?;
     // No Rust lock is held across a SimGrid call: SimGrid may run another rank's actor on this
     // thread inside it.
     let existing = JOB.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -179,7 +181,7 @@ pub fn join() -> FabricResult<SimRank> {
 }
 
 /// SimGrid actor `pid` ended (libtcasmpi's hook): a rank of the job that ends without
-/// `tcaFinalize` has returned from `main`, which deadlock reports then say.
+/// `tcaFinalize` has returned from `main` or called `exit`, which deadlock reports then say.
 pub fn actor_ended(pid: i64) {
     if let Some(job) = JOB.lock().unwrap_or_else(|e| e.into_inner()).clone() {
         job.actor_ended(pid);

@@ -70,6 +70,10 @@ functions! {
     mpi_initialized = c"MPI_Initialized": unsafe extern "C" fn(*mut c_int) -> c_int,
     mpi_comm_rank = c"MPI_Comm_rank": unsafe extern "C" fn(Opaque, *mut c_int) -> c_int,
     mpi_comm_size = c"MPI_Comm_size": unsafe extern "C" fn(Opaque, *mut c_int) -> c_int,
+    /// SMPI's timer of the calling rank's computation (`smpi/simulate-computation`): ends it,
+    /// charging the time since it began (a blocking simulated execution), and begins it again.
+    bench_end = c"smpi_bench_end": unsafe extern "C-unwind" fn(),
+    bench_begin = c"smpi_bench_begin": unsafe extern "C" fn(),
 }
 
 impl SimGrid {
@@ -83,6 +87,31 @@ impl SimGrid {
         let mut f = Some(f);
         // SAFETY: `run_once` is given a pointer to `f`'s Option, which outlives the call.
         unsafe { killable(run_once::<_>(&f), (&raw mut f).cast()) == 0 }
+    }
+}
+
+impl SimGrid {
+    /// Stops the calling rank's computation timer until the returned guard is dropped: the
+    /// time a rank spends inside libtca (the model's work done on its thread included) is the
+    /// TCA hardware's, which the model times, not the program's computation, which
+    /// `--compute measured` charges. SMPI's own MPI calls do the same. `None` when SimGrid
+    /// killed the rank meanwhile (the computation before the call is charged here).
+    pub fn outside_computation(&'static self) -> Option<OutsideComputation> {
+        // SAFETY: SMPI calls of a rank's actor, which is in the program's code (its timer runs).
+        self.rank_calls(|| unsafe { (self.bench_end)() }).then_some(OutsideComputation(self))
+    }
+}
+
+/// While it lives, the calling rank's computation timer is stopped ([`SimGrid::outside_computation`]).
+pub struct OutsideComputation(&'static SimGrid);
+
+impl Drop for OutsideComputation {
+    fn drop(&mut self) {
+        // A killed rank runs no more computation.
+        if !crate::KILLED.load(std::sync::atomic::Ordering::Relaxed) {
+            // SAFETY: the rank's actor, back on its way to the program's code.
+            unsafe { (self.0.bench_begin)() }
+        }
     }
 }
 
