@@ -340,7 +340,19 @@ impl Scheduler {
     fn release_collectives(&mut self) {
         let in_collective = |s: &Slot| matches!(s, Slot::Waiting { wait: Wait::Collective, .. });
         let waiting = self.slots.iter().filter(|s| in_collective(s)).count();
-        if waiting == 0 || waiting < self.slots.len() {
+        if waiting == 0 {
+            return;
+        }
+        // A rank that finished never joins: the others lose a peer, as on shm.
+        if let Some(gone) = self.slots.iter().position(|s| matches!(s, Slot::Finished)) {
+            let detail = format!("rank {gone} finalized before this collective");
+            for slot in self.slots.iter_mut().filter(|s| in_collective(s)) {
+                *slot = Slot::Ready(Err(FabricError::with_detail(TcaError::PeerDead, detail.clone())));
+            }
+            self.recount();
+            return;
+        }
+        if waiting < self.slots.len() {
             return;
         }
         let gathered: Vec<Vec<u8>> = self

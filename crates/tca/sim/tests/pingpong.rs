@@ -113,10 +113,14 @@ fn waiting_for_a_notification_nobody_sends_is_a_deadlock() {
     }
 }
 
+/// A rank that finished never joins a collective: the other loses a peer, as on shm, and the
+/// next collective fails the same way.
 #[test]
-fn a_barrier_after_a_rank_finished_is_a_deadlock_not_a_hang() {
-    let out = run(2, |r| if r.rank() == 0 { r.barrier().err() } else { None });
-    assert_eq!(out[0].as_ref().map(|e| e.error), Some(TcaError::Deadlock));
+fn a_barrier_after_a_rank_finished_loses_a_peer() {
+    let out = run(2, |r| (r.rank() == 0).then(|| (r.barrier().unwrap_err(), r.allgather(&[1, 2]).unwrap_err())));
+    let (first, second) = out[0].clone().unwrap();
+    assert_eq!((first.error, second.error), (TcaError::PeerDead, TcaError::PeerDead));
+    assert!(first.detail.unwrap().contains("rank 1 finalized before this collective"));
 }
 
 #[test]
