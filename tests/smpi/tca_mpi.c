@@ -113,6 +113,14 @@ int main(int argc, char** argv)
     }
     CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
   }
+  if (strcmp(what, "segv") == 0) {
+    /* Rank 1 crashes (all ranks are actors of one process) while rank 0 waits for it. */
+    if (me == 1) {
+      volatile int *nowhere = NULL;
+      *nowhere = 1;
+    }
+    CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
+  }
   if (strcmp(what, "returned") == 0) {
     if (me == 0) CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
     MPI_Finalize();

@@ -409,6 +409,16 @@ def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):
     assert "rank 1 has ended (returned from main or called exit) without tcaFinalize" in out.stderr
 
 
+def test_a_rank_that_crashes_is_named_and_the_files_are_written(program, tmp_path):
+    trace, stats = tmp_path / "t.json", tmp_path / "s.json"
+    out = run(program, "segv", tca_options=("--trace", str(trace), "--stats-json", str(stats)))
+    assert out.returncode == 128 + signal.SIGSEGV, out.stdout + out.stderr
+    assert re.search(r"tca: rank 1 was killed by SIGSEGV at [\d.]+us of virtual time", out.stderr), out.stderr
+    assert "was killed by SIGSEGV" in out.stderr.splitlines()[-1], "and tca run says how the simulation ended"
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert json.loads(stats.read_text())["ranks"] == 2
+
+
 def test_a_deadlock_report_names_a_rank_that_returned_from_main(program):
     out = run(program, "returned")
     assert out.returncode == 3, out.stdout + out.stderr
@@ -454,6 +464,25 @@ def test_mpi_abort_right_after_an_mpi_call_ends_the_run_with_its_code(tmp_path):
     assert "foreign exception" not in out.stderr
 
 
+def test_a_program_named_without_a_path_is_found_on_the_path(program):
+    cmd = [
+        *TCA,
+        "run",
+        "-n",
+        "2",
+        "--fabric",
+        "sim",
+        "--platform",
+        "ha-pacs-tca",
+        program.name,
+        "pingpong",
+        "8",
+    ]
+    env = dict(os.environ, PATH=f"{program.parent}{os.pathsep}{os.environ['PATH']}")
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and "size 8: TCA" in out.stdout, out.stderr
+
+
 def test_bad_use_of_the_commands_is_one_line(tmp_path):
     out = subprocess.run([*TCA, "cc"], capture_output=True, text=True)
     assert out.returncode == 2 and "no input" in out.stderr
@@ -467,7 +496,9 @@ def test_bad_use_of_the_commands_is_one_line(tmp_path):
     out = subprocess.run([*TCA, "run", "-n", "2", "--no-gdr", str(plain)], capture_output=True, text=True)
     assert out.returncode == 2 and "apply to --fabric sim only" in out.stderr
     out = subprocess.run(
-        [*TCA, "run", "-n", "2", "--fabric", "sim", "--bind-to", "core", str(plain)], capture_output=True, text=True
+        [*TCA, "run", "-n", "2", "--fabric", "sim", "--bind-to", "core", str(plain)],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 2 and "--bind-to core applies to --fabric shm only" in out.stderr, out.stderr
     built = tmp_path / "built"

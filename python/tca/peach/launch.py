@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,7 +118,9 @@ def run(
     check_timeout(timeout_s)
     if fabric == "sim":
         if bind != "none":
-            raise TcaError(f"--bind-to {bind} applies to --fabric shm only: the simulator's ranks share one process")
+            raise TcaError(
+                f"--bind-to {bind} applies to --fabric shm only: the simulator's ranks share one process"
+            )
         return run_simulated(nranks, program, platform or "peach2-testbed-2013", timeout_s, sim)
     if fabric != "shm":
         raise TcaError(f"--fabric {fabric}: expected shm or sim")
@@ -179,6 +182,9 @@ def run_smpi(
 
     from tca.peach import platforms, smpi_platform
 
+    if "/" not in program[0]:
+        # As a shell, and mpirun, find a bare name: on the PATH.
+        program = [shutil.which(program[0]) or program[0], *program[1:]]
     if not links_simgrid(program[0]):
         raise TcaError(
             f"{program[0]} was not built with `tca cc` (it does not link SimGrid); "

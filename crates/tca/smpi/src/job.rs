@@ -138,12 +138,19 @@ impl SmpiJob {
     /// Called by the signal's own thread; SimGrid's waits on the lock, if it wants it, until
     /// the process ends.
     pub(crate) fn stop(&self, signal: c_int) -> ! {
-        let mut st = self.lock();
+        let st = self.lock();
         eprintln!(
             "tca: simulation stopped by {} at {} of the TCA hardware's virtual time",
             crate::stop::signal_name(signal),
             st.scheduler.now()
         );
+        self.finish_process(st);
+        // SAFETY: ends the process, every thread of it.
+        unsafe { libc::_exit(128 + signal) }
+    }
+
+    /// Before the process ends by a signal: the trace, the statistics and the ranks' output.
+    fn finish_process(&self, mut st: MutexGuard<'_, State>) {
         self.end(&mut st);
         // The ranks' output still in stdio's buffers, which the signal's end would lose. A
         // rank inside stdio (reading stdin, writing to a full pipe) holds a stream's lock
@@ -157,8 +164,22 @@ impl SmpiJob {
         if flush.is_ok() {
             let _ = flushed.recv_timeout(std::time::Duration::from_secs(1));
         }
-        // SAFETY: ends the process, every thread of it.
-        unsafe { libc::_exit(128 + signal) }
+    }
+
+    /// The code on SimGrid's thread crashed with `signal` ([`crate::stop`]), in `rank` if a
+    /// rank's: says so, writes the trace and statistics, and ends the process by the signal.
+    pub(crate) fn crash(&self, signal: c_int, rank: Option<u32>) -> ! {
+        let st = self.lock();
+        let who = rank.map_or_else(|| "the simulation".to_string(), |r| format!("rank {r}"));
+        let at = self.clock().max(st.scheduler.now());
+        eprintln!("tca: {who} was killed by {} at {at} of virtual time", crate::stop::signal_name(signal));
+        self.finish_process(st);
+        // SAFETY: the signal's default action ends the process as the crash would have.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal)
+        }
     }
 
     /// What each rank does now, for a deadlock report.
@@ -179,6 +200,7 @@ impl SmpiJob {
         }
         if let (Some(a), Some(pid)) = (st.actors.get_mut(rank as usize), pid) {
             *a = Some(pid);
+            crate::stop::note_rank_actor(rank, pid);
         }
         Ok(())
     }

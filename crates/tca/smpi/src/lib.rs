@@ -17,7 +17,7 @@
 //!   `{"link": name, "stalled_tlps": n, "busy_us": x, "tlps": n}`.
 //!
 //! SIGTERM, SIGINT and SIGHUP end the run with the trace and statistics written up to the
-//! virtual time reached (module `stop`).
+//! virtual time reached; so does a rank's crash, which is named (module `stop`).
 
 #![warn(missing_docs)]
 

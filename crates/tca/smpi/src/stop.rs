@@ -1,31 +1,75 @@
 //! A simulation stopped by SIGTERM, SIGINT or SIGHUP (`tca run --timeout`, Ctrl-C, a batch
 //! system's stop) still writes the TCA job's trace and statistics, up to the virtual time the
-//! hardware reached, then ends with status 128 + the signal, as the signal would have.
+//! hardware reached, then ends with status 128 + the signal, as the signal would have. A rank
+//! that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: all ranks are actors of one process)
+//! is named, the files are written as well, and the process then ends by that signal.
 //!
-//! The handler only writes the signal's number into a pipe (all a handler may safely do). A
-//! thread of its own reads it, takes the job's lock, which SimGrid's thread holds only between
-//! hardware events, never across a SimGrid call, and writes the files there: whatever the ranks
-//! are doing (waiting in TCA, in MPI, or computing with no call at all).
+//! The handler only writes the signal's number (and the crashing rank) into a pipe (all a
+//! handler may safely do). A thread of its own reads it, takes the job's lock, which SimGrid's
+//! thread holds only between hardware events, never across a SimGrid call, and writes the
+//! files there: whatever the ranks are doing (waiting in TCA, in MPI, or computing with no
+//! call at all). A crashing thread waits for that thread to end the process, at most
+//! [`CRASH_GRACE`] (the crash may have happened with the lock held), then dies by its signal.
 
 use crate::job::SmpiJob;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Once};
 
 /// The signals that stop a run: those `tca run` forwards, and with which it stops a job.
 const STOPPING: [c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
 
+/// The signals of a crash of the code running on SimGrid's thread: a rank's, or the model's.
+const CRASHING: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT];
+
+/// How long a crashing thread waits for the files to be written before it dies.
+const CRASH_GRACE: libc::timespec = libc::timespec { tv_sec: 10, tv_nsec: 0 };
+
 /// The pipe's end the handler writes to (-1 before [`watch`]).
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 
-extern "C" fn on_signal(signal: c_int) {
-    let byte = signal as u8;
-    // SAFETY: write(2) is async-signal-safe; a full pipe (a signal repeated many times) only
-    // loses the repeats. errno is the interrupted code's, so it is given back.
+/// The SimGrid actor of each rank that joined (0: none), which a crash handler may read.
+static RANK_ACTORS: [AtomicI64; 256] = [const { AtomicI64::new(0) }; 256];
+
+/// In the pipe, after a signal: no rank crashed (a stopping signal, or a crash outside a rank).
+const NO_RANK: u8 = u8::MAX;
+
+/// Rank `rank` runs as SimGrid actor `pid`, as a crash report names it.
+pub(crate) fn note_rank_actor(rank: u32, pid: i64) {
+    if let Some(slot) = RANK_ACTORS.get(rank as usize) {
+        slot.store(pid, Ordering::Relaxed);
+    }
+}
+
+/// Writes the signal and the rank into the pipe. write(2) is async-signal-safe; a full pipe (a
+/// signal repeated many times) only loses the repeats. errno is the interrupted code's, so it
+/// is given back.
+fn tell(signal: c_int, rank: u8) {
+    let bytes = [signal as u8, rank];
+    // SAFETY: as above; the bytes are a local array.
     unsafe {
         let errno = *libc::__errno_location();
-        libc::write(WAKE.load(Ordering::Relaxed), (&raw const byte).cast(), 1);
+        libc::write(WAKE.load(Ordering::Relaxed), bytes.as_ptr().cast(), 2);
         *libc::__errno_location() = errno;
+    }
+}
+
+extern "C" fn on_signal(signal: c_int) {
+    tell(signal, NO_RANK);
+}
+
+extern "C" fn on_crash(signal: c_int) {
+    // The actor SimGrid runs now: one at a time, on this thread (SA_RESETHAND: a fault in
+    // here ends the process by the signal at once).
+    let pid = crate::caller().unwrap_or(0);
+    let rank = RANK_ACTORS.iter().position(|a| pid > 0 && a.load(Ordering::Relaxed) == pid);
+    tell(signal, rank.map_or(NO_RANK, |r| r as u8));
+    // SAFETY: async-signal-safe calls; the watcher ends the process meanwhile, or the default
+    // action of the signal, raised again, does.
+    unsafe {
+        libc::nanosleep(&CRASH_GRACE, std::ptr::null_mut());
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
     }
 }
 
@@ -41,10 +85,14 @@ pub(crate) fn watch(job: Arc<SmpiJob>) {
         }
         let read_end = fds[0];
         let watcher = std::thread::Builder::new().name("tca-stop".into()).spawn(move || loop {
-            let mut byte = 0u8;
-            // SAFETY: reads one byte into a local.
-            match unsafe { libc::read(read_end, (&raw mut byte).cast(), 1) } {
-                1 => job.stop(c_int::from(byte)),
+            let mut bytes = [0u8; 2];
+            // SAFETY: reads two bytes into a local array (a pipe's writes of up to PIPE_BUF
+            // bytes are not split).
+            match unsafe { libc::read(read_end, bytes.as_mut_ptr().cast(), 2) } {
+                2 if CRASHING.contains(&c_int::from(bytes[0])) => {
+                    job.crash(c_int::from(bytes[0]), (bytes[1] != NO_RANK).then_some(u32::from(bytes[1])))
+                }
+                2 => job.stop(c_int::from(bytes[0])),
                 _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
                 _ => return,
             }
@@ -53,6 +101,17 @@ pub(crate) fn watch(job: Arc<SmpiJob>) {
             return;
         }
         WAKE.store(fds[1], Ordering::Relaxed);
+        for signal in CRASHING {
+            // SAFETY: as below; on the alternate stack SimGrid gives its threads, where there
+            // is one (a rank's stack overflow), once.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_crash as extern "C" fn(c_int) as usize;
+                action.sa_flags = libc::SA_ONSTACK | libc::SA_RESETHAND;
+                libc::sigemptyset(&raw mut action.sa_mask);
+                libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+            }
+        }
         for signal in STOPPING {
             // SAFETY: reads the signal's action, then sets a zeroed one with a handler of the
             // right type and an empty mask; SA_RESTART so that SimGrid's and the program's
@@ -79,6 +138,11 @@ pub(crate) fn signal_name(signal: c_int) -> String {
         libc::SIGTERM => "SIGTERM".into(),
         libc::SIGINT => "SIGINT".into(),
         libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGBUS => "SIGBUS".into(),
+        libc::SIGFPE => "SIGFPE".into(),
+        libc::SIGILL => "SIGILL".into(),
+        libc::SIGABRT => "SIGABRT".into(),
         n => format!("signal {n}"),
     }
 }
