@@ -17,6 +17,8 @@
  *   abort-in-cuda   the same, rank 0 copying SIZE bytes to its GPU again and again (cudaMemcpy)
  *   abort-in-coll   the same, rank 0 in tcaCollAllgather
  *   unfinalized     both ranks return from main without tcaFinalize
+ *   mpi-unfinalized rank 1 returns from main without MPI_Finalize
+ *   segv            rank 1 dereferences NULL while rank 0 waits for a TCA notification
  *   gpus            prints the GPU count cudaGetDeviceCount gave before MPI_Init
  *   reinit          tcaInit after tcaFinalize: the rank stays out of the job (as on shm)
  *   gone SIZE       rank 1 stores 1 into rank 0's flag word by PIO, starts a DMA of SIZE bytes
@@ -112,6 +114,12 @@ int main(int argc, char** argv)
       exit(5);
     }
     CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 7));
+  }
+  if (strcmp(what, "mpi-unfinalized") == 0) {
+    /* Rank 1 leaves main without MPI_Finalize: mpirun fails such a run. */
+    CHECK(tcaFinalize());
+    if (me == 0) MPI_Finalize();
+    return 0;
   }
   if (strcmp(what, "segv") == 0) {
     /* Rank 1 crashes (all ranks are actors of one process) while rank 0 waits for it. */

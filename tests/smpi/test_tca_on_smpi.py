@@ -409,6 +409,12 @@ def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):
     assert "rank 1 has ended (returned from main or called exit) without tcaFinalize" in out.stderr
 
 
+def test_a_rank_that_ends_without_mpi_finalize_fails_the_run(program):
+    out = run(program, "mpi-unfinalized")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "tca: rank 1 ended without MPI_Finalize at" in out.stderr, out.stderr
+
+
 def test_a_rank_that_crashes_is_named_and_the_files_are_written(program, tmp_path):
     trace, stats = tmp_path / "t.json", tmp_path / "s.json"
     out = run(program, "segv", tca_options=("--trace", str(trace), "--stats-json", str(stats)))

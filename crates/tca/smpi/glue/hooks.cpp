@@ -8,6 +8,8 @@
 //   so and end with its error code (smpirun itself exits 0 then too);
 // - a rank that calls exit with a status other than 0 ends the run with that status, as under
 //   mpirun, once the simulation ends or the others deadlock waiting for it;
+// - a rank that ends (returns from main, or calls exit) without MPI_Finalize after MPI_Init
+//   fails the run, as under mpirun (smpirun only says that the instance stalls);
 // - when an actor ends, tell libtca, whose deadlock report then says that a rank which never
 //   called tcaFinalize has returned from main;
 // - a rank that SimGrid kills inside libtca (MPI_Abort kills every rank) returns through
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 // libtca (crates/tca/capi/src/smpi.rs)
 extern "C" void tca_smpi_report_deadlock(void);
@@ -44,6 +47,19 @@ Ending first_abort, first_failure;
 
 // The MPI rank of each actor that initialised MPI (an exit after MPI_Finalize has no rank).
 std::map<long, int> rank_of_actor;
+// The actors that called MPI_Finalize, and the first rank that ended without it.
+std::set<long> finalized_actors;
+Ending first_unfinalized;
+
+// An actor ended: if it initialised MPI and never finalized it (and no MPI_Abort killed it),
+// it is the first such rank.
+void note_end(long pid)
+{
+  auto rank = rank_of_actor.find(pid);
+  if (rank != rank_of_actor.end() && finalized_actors.count(pid) == 0 && !first_abort.called &&
+      !first_unfinalized.called)
+    first_unfinalized = {true, rank->second, 0, simgrid_get_clock()};
+}
 
 void note_rank()
 {
@@ -74,8 +90,10 @@ struct Hooks {
       std::fflush(nullptr);
       std::_Exit(deadlock_status);
     });
-    simgrid::s4u::Actor::on_termination_cb(
-        [](const simgrid::s4u::Actor& actor) { tca_smpi_actor_ended(static_cast<long>(actor.get_pid())); });
+    simgrid::s4u::Actor::on_termination_cb([](const simgrid::s4u::Actor& actor) {
+      note_end(static_cast<long>(actor.get_pid()));
+      tca_smpi_actor_ended(static_cast<long>(actor.get_pid()));
+    });
     simgrid::s4u::Engine::on_simulation_end_cb([] {
       tca_smpi_simulation_end();
       if (first_abort.called) {
@@ -87,6 +105,12 @@ struct Hooks {
         std::_Exit(first_abort.code > 0 && first_abort.code < 256 ? first_abort.code : 1);
       }
       end_with_a_failed_rank();
+      if (first_unfinalized.called) {
+        std::fprintf(stderr, "tca: rank %d ended without MPI_Finalize at %.3f us (as under mpirun, the run fails)\n",
+                     first_unfinalized.rank, first_unfinalized.at * 1e6);
+        std::fflush(nullptr);
+        std::_Exit(1);
+      }
     });
   }
 } hooks;
@@ -126,6 +150,13 @@ extern "C" [[noreturn]] void smpi_exit(int status)
   if (smpis != nullptr)
     smpis(status);
   std::_Exit(status);  // not reached: SMPI's ends the rank
+}
+
+// MPI_Finalize, in front of SMPI's: noted, so that a rank that ends without it is seen.
+extern "C" int MPI_Finalize(void)
+{
+  finalized_actors.insert(simgrid::s4u::this_actor::get_pid());
+  return PMPI_Finalize();
 }
 
 // MPI_Init and MPI_Init_thread, in front of SMPI's: the actor's rank is noted for smpi_exit.
