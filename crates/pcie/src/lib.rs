@@ -266,6 +266,11 @@ impl Server {
         self.last.1
     }
 
+    /// The latency added after each item: the least time an item spends in the server.
+    pub fn latency(&self) -> SimTime {
+        self.latency
+    }
+
     /// Total time spent serialising.
     pub fn busy(&self) -> SimTime {
         self.busy

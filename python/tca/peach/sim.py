@@ -31,7 +31,7 @@ from typing import Any
 from tca import TcaError, _native
 from tca.common.outfile import writable_file
 from tca.peach import platforms
-from tca.peach.api import DeadlockError, Handle
+from tca.peach.api import DeadlockError, Handle, TcaApiError
 from tca.peach.coll import Collectives
 
 
@@ -114,5 +114,9 @@ def run(
             raise TcaError(f"cannot write trace {trace}: {e.strerror or e}") from None
     failures = [e for e in errors if e is not None]
     if failures:
-        raise next((e for e in failures if not isinstance(e, DeadlockError)), failures[0])
+        # A rank's own failure, rather than what its peers saw of it (a deadlock, a lost peer).
+        def consequence(e: BaseException) -> bool:
+            return isinstance(e, DeadlockError) or (isinstance(e, TcaApiError) and e.name == "PeerDead")
+
+        raise next((e for e in failures if not consequence(e)), failures[0])
     return results

@@ -18,20 +18,23 @@ use std::collections::VecDeque;
 pub(crate) struct Departures<T> {
     items: VecDeque<(SimTime, T)>,
     fifo: Fifo,
+    /// The event of the first departure is in the queue (false only between
+    /// [`Departures::take_fired`] and [`Departures::rearm`]).
+    armed: bool,
 }
 
 impl<T> Departures<T> {
     /// An empty FIFO, named by the event its departures fire.
     pub(crate) fn new(fifo: Fifo) -> Self {
-        Departures { items: VecDeque::new(), fifo }
+        Departures { items: VecDeque::new(), fifo, armed: false }
     }
 
     /// `item` leaves at `at`, after those added before (never earlier than they).
     pub(crate) fn push(&mut self, ctx: &mut Context<'_, Ev>, at: SimTime, item: T) {
         debug_assert!(self.items.back().is_none_or(|last| last.0 <= at), "a FIFO's departures never go back in time");
         self.items.push_back((at, item));
-        if self.items.len() == 1 {
-            ctx.schedule_at(at, Ev::Departure(self.fifo));
+        if !self.armed {
+            self.rearm(ctx);
         }
         // The slot after this one, where the FIFO's next TLP will be written (a bad address
         // when the ring wraps there, which a prefetch ignores).
@@ -42,12 +45,46 @@ impl<T> Departures<T> {
 
     /// Takes the first departure, whose event fired, and schedules the event of the next.
     pub(crate) fn pop(&mut self, ctx: &mut Context<'_, Ev>) -> T {
+        let item = self.take_fired();
+        self.rearm(ctx);
+        item
+    }
+
+    /// Takes the first departure, whose event fired; no event is pending until
+    /// [`Departures::rearm`] (or a push).
+    pub(crate) fn take_fired(&mut self) -> T {
         let (_, item) = self.items.pop_front().expect("an event per departure");
+        self.armed = false;
         if let Some(next) = self.items.front() {
-            ctx.schedule_at(next.0, Ev::Departure(self.fifo));
             prefetch(next as *const (SimTime, T));
         }
         item
+    }
+
+    /// The time of the first departure, if any.
+    pub(crate) fn head_time(&self) -> Option<SimTime> {
+        self.items.front().map(|(at, _)| *at)
+    }
+
+    /// Takes the first departure with its time if it leaves before `bound` and no event is
+    /// pending for it (after [`Departures::take_fired`]).
+    pub(crate) fn take_before(&mut self, bound: SimTime) -> Option<(SimTime, T)> {
+        if self.armed || self.head_time()? >= bound {
+            return None;
+        }
+        let first = self.items.pop_front();
+        if let Some(next) = self.items.front() {
+            prefetch(next as *const (SimTime, T));
+        }
+        first
+    }
+
+    /// Schedules the event of the first departure, unless one is pending.
+    pub(crate) fn rearm(&mut self, ctx: &mut Context<'_, Ev>) {
+        if let (false, Some(at)) = (self.armed, self.head_time()) {
+            ctx.schedule_at(at, Ev::Departure(self.fifo));
+            self.armed = true;
+        }
     }
 }
 

@@ -7,12 +7,14 @@
 //! - [`cluster`]: a sub-cluster in virtual time, and its inputs and outputs;
 //! - [`peach2`]: the timing of a PEACH2 DMA channel;
 //! - `topology` and `transport`: the hardware as FIFO resources, and TLPs moving through them;
-//! - `departures`: the TLPs leaving a FIFO, one event for all of them.
+//! - `departures`: the TLPs leaving a FIFO, one event for all of them;
+//! - `lookahead`: several TLPs of one feeder in one event where no other feeder can come first.
 
 #![warn(missing_docs)]
 
 pub mod cluster;
 mod departures;
+mod lookahead;
 pub mod peach2;
 pub mod platform;
 pub mod router;

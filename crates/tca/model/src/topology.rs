@@ -4,6 +4,7 @@
 
 use crate::cluster::Fifo;
 use crate::departures::Departures;
+use crate::lookahead::Batch;
 use crate::platform::Platform;
 use crate::router::{Port, Router};
 use crate::transport::Tlp;
@@ -27,6 +28,9 @@ pub(crate) struct Hop {
     /// integrated switch after the N link, QPI and a GPU link after the switch), never from a
     /// chip or a memory: its arrivals are that hop's departures, in order.
     pub(crate) fed_by_one: bool,
+    /// Feeds a hop with several feeders where its later TLPs may go on in the event of its
+    /// first ([`crate::lookahead`]).
+    pub(crate) batch: Batch,
     /// TLPs that will have left it, to go on at the next hop or arrive.
     pub(crate) leaving: Departures<Tlp>,
     /// Writes entering the chip at its end (a cable's or the N link's) toward a cable port,
@@ -66,6 +70,7 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
             stalled: 0,
             last_stream: u32::MAX,
             fed_by_one: false,
+            batch: Batch::No,
             leaving: Departures::new(Fifo::Leave(hops.len())),
             crossing: Departures::new(Fifo::Cross(hops.len())),
             relaying: Departures::new(Fifo::Relay(hops.len())),
@@ -74,6 +79,7 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
     };
     let mut nodes = Vec::new();
     let mut fed_by_one = Vec::new();
+    let mut batches = Vec::new();
     for n in 0..p.nodes {
         let pre = |s: &str| format!("node{n} {s}");
         let link = |spec: &LinkSpec| Server::for_link(spec);
@@ -97,6 +103,11 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
         // Toward a target, TLPs only take n_up -> p2p [-> qpi_out] -> GPU link (the paths of
         // `ClusterModel::path_to_target`); each GPU sits on one socket, so one feeder each.
         fed_by_one.extend([p2p, qpi_out].into_iter().chain((0..gpus as usize).map(|g| gpu0 + 2 * g)));
+        let node = n;
+        batches.push((p2p_read, Batch::SwitchRead { node }));
+        for (g, _) in p.gpu.sockets.iter().enumerate().filter(|(_, socket)| **socket == 0) {
+            batches.push((gpu0 + 2 * g + 1, Batch::GpuBack { node, gpu: g as u32 }));
+        }
         nodes.push(NodeHops { n_up, n_down, cpu, p2p, p2p_read, qpi_out, qpi_in, gpu0, cables: [None; 4] });
     }
     for cable in &p.cables {
@@ -111,6 +122,9 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
     }
     for h in fed_by_one {
         hops[h].fed_by_one = true;
+    }
+    for (h, batch) in batches {
+        hops[h].batch = batch;
     }
     (hops, nodes)
 }

@@ -204,6 +204,14 @@ impl ClusterModel {
 
     /// The first TLP of `fifo` leaves it.
     pub(crate) fn depart(&mut self, ctx: &mut Context<'_, Ev>, fifo: Fifo) {
+        if let Some(bound) = match fifo {
+            Fifo::Leave(hop) => self.batch_bound(hop, ctx.now()),
+            _ => None,
+        } {
+            let Fifo::Leave(hop) = fifo else { unreachable!("only links batch") };
+            self.depart_before(ctx, hop, bound);
+            return;
+        }
         let departures = match fifo {
             Fifo::Leave(hop) => &mut self.hops[hop].leaving,
             Fifo::Cross(hop) => &mut self.hops[hop].crossing,
@@ -222,6 +230,23 @@ impl ClusterModel {
             Fifo::MemoryWrite(_) => self.visible(ctx.now(), t),
             _ => self.advance(ctx, t),
         }
+    }
+
+    /// The first TLP of `hop`'s queue leaves it, and with it those behind it that leave before
+    /// `bound`, when no other feeder of their next hop can reach it ([`crate::lookahead`]).
+    /// Without such TLPs the next departure's event is scheduled first, as [`Self::depart`]
+    /// does, so that events of one time keep their order.
+    fn depart_before(&mut self, ctx: &mut Context<'_, Ev>, hop: usize, bound: SimTime) {
+        let leaving = &mut self.hops[hop].leaving;
+        let t = leaving.take_fired();
+        if leaving.head_time().is_none_or(|next| next >= bound) {
+            leaving.rearm(ctx);
+        }
+        self.advance(ctx, t);
+        while let Some((at, t)) = self.hops[hop].leaving.take_before(bound) {
+            self.advance_from(ctx, t, at);
+        }
+        self.hops[hop].leaving.rearm(ctx);
     }
 
     /// As [`Self::advance`], for a TLP that reaches its next hop at `arrival` (not before now),
