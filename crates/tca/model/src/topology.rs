@@ -103,10 +103,10 @@ pub(crate) fn build_hops(p: &Platform) -> (Vec<Hop>, Vec<NodeHops>) {
         // Toward a target, TLPs only take n_up -> p2p [-> qpi_out] -> GPU link (the paths of
         // `ClusterModel::path_to_target`); each GPU sits on one socket, so one feeder each.
         fed_by_one.extend([p2p, qpi_out].into_iter().chain((0..gpus as usize).map(|g| gpu0 + 2 * g)));
-        let node = n;
-        batches.push((p2p_read, Batch::SwitchRead { node }));
+        // The completion paths into the switch and the N link down ([`crate::lookahead`]).
+        batches.push((p2p_read, Batch::SwitchRead { node: n }));
         for (g, _) in p.gpu.sockets.iter().enumerate().filter(|(_, socket)| **socket == 0) {
-            batches.push((gpu0 + 2 * g + 1, Batch::GpuBack { node, gpu: g as u32 }));
+            batches.push((gpu0 + 2 * g + 1, Batch::GpuBack { node: n, gpu: g as u32 }));
         }
         nodes.push(NodeHops { n_up, n_down, cpu, p2p, p2p_read, qpi_out, qpi_in, gpu0, cables: [None; 4] });
     }

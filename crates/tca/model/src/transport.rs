@@ -204,13 +204,11 @@ impl ClusterModel {
 
     /// The first TLP of `fifo` leaves it.
     pub(crate) fn depart(&mut self, ctx: &mut Context<'_, Ev>, fifo: Fifo) {
-        if let Some(bound) = match fifo {
-            Fifo::Leave(hop) => self.batch_bound(hop, ctx.now()),
-            _ => None,
-        } {
-            let Fifo::Leave(hop) = fifo else { unreachable!("only links batch") };
-            self.depart_before(ctx, hop, bound);
-            return;
+        if let Fifo::Leave(hop) = fifo {
+            if let Some(bound) = self.batch_bound(hop, ctx.now()) {
+                self.depart_before(ctx, hop, bound);
+                return;
+            }
         }
         let departures = match fifo {
             Fifo::Leave(hop) => &mut self.hops[hop].leaving,
