@@ -33,9 +33,7 @@ impl<T> Departures<T> {
     pub(crate) fn push(&mut self, ctx: &mut Context<'_, Ev>, at: SimTime, item: T) {
         debug_assert!(self.items.back().is_none_or(|last| last.0 <= at), "a FIFO's departures never go back in time");
         self.items.push_back((at, item));
-        if !self.armed {
-            self.rearm(ctx);
-        }
+        self.rearm(ctx);
         // The slot after this one, where the FIFO's next TLP will be written (a bad address
         // when the ring wraps there, which a prefetch ignores).
         if let Some(last) = self.items.back() {

@@ -11,6 +11,12 @@
 //! then sees its arrivals in the same order, at the same times, with fewer events: about 6
 //! completions a GPU serves 98 ns apart cross the switch in one event on `ha-pacs-tca`, where a
 //! read takes at least 650 ns to come back.
+//!
+//! Exact up to events of the same picosecond: the event queue takes those in the order they
+//! were scheduled, and after a batch the feeder's next departure is scheduled earlier than one
+//! event per TLP scheduled it, so where another feeder departs at the very same picosecond the
+//! two may be taken in the other order. In the runs compared (`tests/`, the C examples, the
+//! `make bench-sim-c` sweeps) no output and no link's statistics changed.
 
 use crate::cluster::ClusterModel;
 use base::SimTime;

@@ -233,7 +233,7 @@ impl ClusterModel {
     /// The first TLP of `hop`'s queue leaves it, and with it those behind it that leave before
     /// `bound`, when no other feeder of their next hop can reach it ([`crate::lookahead`]).
     /// Without such TLPs the next departure's event is scheduled first, as [`Self::depart`]
-    /// does, so that events of one time keep their order.
+    /// does, so that events of one picosecond keep their order then.
     fn depart_before(&mut self, ctx: &mut Context<'_, Ev>, hop: usize, bound: SimTime) {
         let leaving = &mut self.hops[hop].leaving;
         let t = leaving.take_fired();

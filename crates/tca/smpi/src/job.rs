@@ -170,6 +170,7 @@ impl SmpiJob {
     /// rank's: says so, writes the trace and statistics, and ends the process by the signal.
     pub(crate) fn crash(&self, signal: c_int, rank: Option<u32>) -> ! {
         let st = self.lock();
+        crate::stop::writing();
         let who = rank.map_or_else(|| "the simulation".to_string(), |r| format!("rank {r}"));
         let at = self.clock().max(st.scheduler.now());
         eprintln!("tca: {who} was killed by {} at {at} of virtual time", crate::stop::signal_name(signal));

@@ -8,12 +8,13 @@
 //! handler may safely do). A thread of its own reads it, takes the job's lock, which SimGrid's
 //! thread holds only between hardware events, never across a SimGrid call, and writes the
 //! files there: whatever the ranks are doing (waiting in TCA, in MPI, or computing with no
-//! call at all). A crashing thread waits for that thread to end the process, at most
-//! [`CRASH_GRACE`] (the crash may have happened with the lock held), then dies by its signal.
+//! call at all). A crashing thread waits for that thread to end the process; if it has not
+//! taken the lock within [`CRASH_GRACE_S`] (the crash happened with the lock held), the
+//! crashing thread dies by its signal.
 
 use crate::job::SmpiJob;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Once};
 
 /// The signals that stop a run: those `tca run` forwards, and with which it stops a job.
@@ -22,14 +23,19 @@ const STOPPING: [c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
 /// The signals of a crash of the code running on SimGrid's thread: a rank's, or the model's.
 const CRASHING: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT];
 
-/// How long a crashing thread waits for the files to be written before it dies.
-const CRASH_GRACE: libc::timespec = libc::timespec { tv_sec: 10, tv_nsec: 0 };
+/// How long a crashing thread waits for the watcher to take the job's lock before it dies, in
+/// seconds; once the watcher holds it (it is writing the files), as long as that takes.
+const CRASH_GRACE_S: u32 = 10;
+
+/// The watcher holds the job's lock to end the process ([`writing`]).
+static WRITING: AtomicBool = AtomicBool::new(false);
 
 /// The pipe's end the handler writes to (-1 before [`watch`]).
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 
-/// The SimGrid actor of each rank that joined (0: none), which a crash handler may read.
-static RANK_ACTORS: [AtomicI64; 256] = [const { AtomicI64::new(0) }; 256];
+/// The SimGrid actor of each rank that joined (0: none), which a crash handler may read: ranks
+/// 0-254, as a byte tells them ([`NO_RANK`] is 255).
+static RANK_ACTORS: [AtomicI64; 255] = [const { AtomicI64::new(0) }; 255];
 
 /// In the pipe, after a signal: no rank crashed (a stopping signal, or a crash outside a rank).
 const NO_RANK: u8 = u8::MAX;
@@ -64,13 +70,23 @@ extern "C" fn on_crash(signal: c_int) {
     let pid = crate::caller().unwrap_or(0);
     let rank = RANK_ACTORS.iter().position(|a| pid > 0 && a.load(Ordering::Relaxed) == pid);
     tell(signal, rank.map_or(NO_RANK, |r| r as u8));
+    let second = libc::timespec { tv_sec: 1, tv_nsec: 0 };
+    let mut waited = 0;
     // SAFETY: async-signal-safe calls; the watcher ends the process meanwhile, or the default
-    // action of the signal, raised again, does.
+    // action of the signal, raised again, does (a sleep cut short by another signal counts).
     unsafe {
-        libc::nanosleep(&CRASH_GRACE, std::ptr::null_mut());
+        while waited < CRASH_GRACE_S || WRITING.load(Ordering::Relaxed) {
+            libc::nanosleep(&second, std::ptr::null_mut());
+            waited += 1;
+        }
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
     }
+}
+
+/// The watcher holds the job's lock and writes the files: a crashing thread waits for it.
+pub(crate) fn writing() {
+    WRITING.store(true, Ordering::Relaxed);
 }
 
 /// Once per process: the stopping signals end `job` as the module documentation says. If the
