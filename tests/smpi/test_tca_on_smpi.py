@@ -425,6 +425,66 @@ def test_a_rank_that_crashes_is_named_and_the_files_are_written(program, tmp_pat
     assert json.loads(stats.read_text())["ranks"] == 2
 
 
+JOIN_THEN = r"""
+#include <mpi.h>
+#include <cuda_runtime.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    void *g;
+    cudaMalloc(&g, 16); /* both ranks join the TCA job; no call orders them after that */
+    if (rank == 1 && strcmp(argv[1], "segv") == 0) { volatile int *nowhere = NULL; *nowhere = 1; }
+    if (rank == 1 && strcmp(argv[1], "spin") == 0) { volatile unsigned long x = 0; for (;;) x++; }
+    if (rank == 1 && strcmp(argv[1], "bad-copy") == 0) {
+        char *h;
+        cudaMallocHost((void **)&h, 64);
+        cudaMemcpy(h, (void *)0x10, 16, cudaMemcpyHostToHost); /* a bad host pointer */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def join_then(tmp_path_factory):
+    return tca_cc(tmp_path_factory.mktemp("join") / "join_then.c", JOIN_THEN)
+
+
+def test_a_rank_that_crashes_right_after_joining_is_named(join_then, tmp_path):
+    """Rank 0 joins first and starts the model actor, which lets rank 1 run, join and crash
+    before rank 0 is back: the crash handlers are in place by then."""
+    stats = tmp_path / "s.json"
+    out = run(join_then, "segv", tca_options=("--stats-json", str(stats)))
+    assert out.returncode == 128 + signal.SIGSEGV, out.stdout + out.stderr
+    assert re.search(r"tca: rank 1 was killed by SIGSEGV at [\d.]+us of virtual time\n", out.stderr), out.stderr
+    assert json.loads(stats.read_text())["ranks"] == 2
+
+
+def test_a_timeout_stops_a_rank_spinning_right_after_joining(join_then, tmp_path):
+    stats = tmp_path / "s.json"
+    out = run(join_then, "spin", tca_options=("--timeout", "2", "--stats-json", str(stats)))
+    assert out.returncode == 124, out.stdout + out.stderr
+    assert "tca: simulation stopped by SIGTERM at" in out.stderr
+    assert json.loads(stats.read_text())["ranks"] == 2
+
+
+def test_a_crash_inside_a_cuda_call_is_named_at_once(join_then, tmp_path):
+    """The model copies from the bad pointer with the job's lock held, which the thread that
+    writes the files could never take: the crash is named without them, and without waiting."""
+    start = time.monotonic()
+    out = run(join_then, "bad-copy", tca_options=("--stats-json", str(tmp_path / "s.json")))
+    assert out.returncode == 128 + signal.SIGSEGV, out.stdout + out.stderr
+    assert re.search(
+        r"tca: rank 1 was killed by SIGSEGV at [\d.]+us of virtual time inside a TCA or CUDA call", out.stderr
+    ), out.stderr
+    assert "the trace and statistics are not written" in out.stderr
+    assert time.monotonic() - start < 8, "not the 10 s a crashing thread gives the watcher"
+
+
 def test_a_deadlock_report_names_a_rank_that_returned_from_main(program):
     out = run(program, "returned")
     assert out.returncode == 3, out.stdout + out.stderr

@@ -110,8 +110,10 @@ impl SmpiJob {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Held<'_> {
+        let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        crate::stop::held();
+        Held(guard)
     }
 
     /// SimGrid's clock in picoseconds.
@@ -150,19 +152,30 @@ impl SmpiJob {
     }
 
     /// Before the process ends by a signal: the trace, the statistics and the ranks' output.
-    fn finish_process(&self, mut st: MutexGuard<'_, State>) {
+    fn finish_process(&self, mut st: Held<'_>) {
         self.end(&mut st);
-        // The ranks' output still in stdio's buffers, which the signal's end would lose. A
-        // rank inside stdio (reading stdin, writing to a full pipe) holds a stream's lock
-        // that fflush waits for, so it runs on a thread of its own, given a second.
-        let (done, flushed) = std::sync::mpsc::channel();
-        let flush = std::thread::Builder::new().name("tca-flush".into()).spawn(move || {
-            // SAFETY: fflush(NULL) flushes every output stream under its lock.
-            unsafe { libc::fflush(std::ptr::null_mut()) };
-            let _ = done.send(());
-        });
-        if flush.is_ok() {
-            let _ = flushed.recv_timeout(std::time::Duration::from_secs(1));
+        drop(st);
+        flush_output();
+    }
+
+    /// As [`Self::crash`], for a crash while the job's lock was held by the crashing thread:
+    /// inside a TCA or CUDA call (the model's copy of a bad pointer a program passed, say), or
+    /// in the model itself. The state may be half changed, so only the crash is named.
+    pub(crate) fn crash_in_call(&self, signal: c_int, rank: Option<u32>) -> ! {
+        let who = rank.map_or_else(|| "the simulation".to_string(), |r| format!("rank {r}"));
+        eprintln!(
+            "tca: {who} was killed by {} at {} of virtual time inside a TCA or CUDA call (a bad pointer \
+             passed to it?); the trace and statistics are not written, as the simulator's state may be \
+             half changed",
+            crate::stop::signal_name(signal),
+            self.clock()
+        );
+        flush_output();
+        // SAFETY: the signal's default action ends the process as the crash would have.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal)
         }
     }
 
@@ -386,5 +399,43 @@ impl Driver for SmpiJob {
         };
         // A rank killed here ends at the edge of the C ABI.
         let _ = self.release_by_rank(wake);
+    }
+}
+
+/// The job's state, locked; [`crate::stop`] knows which thread holds it, so that a crash with
+/// the lock held is told from one without.
+struct Held<'a>(MutexGuard<'a, State>);
+
+impl std::ops::Deref for Held<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.0
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        crate::stop::released();
+    }
+}
+
+/// The ranks' output still in stdio's buffers, which a signal's end would lose. A rank inside
+/// stdio (reading stdin, writing to a full pipe) holds a stream's lock that fflush waits for,
+/// so it runs on a thread of its own, given a second.
+fn flush_output() {
+    let (done, flushed) = std::sync::mpsc::channel();
+    let flush = std::thread::Builder::new().name("tca-flush".into()).spawn(move || {
+        // SAFETY: fflush(NULL) flushes every output stream under its lock.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
+        let _ = done.send(());
+    });
+    if flush.is_ok() {
+        let _ = flushed.recv_timeout(std::time::Duration::from_secs(1));
     }
 }

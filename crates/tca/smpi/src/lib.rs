@@ -168,9 +168,11 @@ pub fn join() -> FabricResult<SimRank> {
                 None => {
                     *slot = Some(job.clone());
                     drop(slot);
+                    // The handlers first: starting the model actor may run other ranks,
+                    // which join this job and may crash or spin from then on.
+                    stop::watch(job.clone());
                     let host = std::env::var("TCA_SMPI_MODEL_HOST").ok().and_then(|h| std::ffi::CString::new(h).ok());
                     job.start_model(host.as_deref());
-                    stop::watch(job.clone());
                     job
                 }
             }

@@ -8,13 +8,15 @@
 //! handler may safely do). A thread of its own reads it, takes the job's lock, which SimGrid's
 //! thread holds only between hardware events, never across a SimGrid call, and writes the
 //! files there: whatever the ranks are doing (waiting in TCA, in MPI, or computing with no
-//! call at all). A crashing thread waits for that thread to end the process; if it has not
-//! taken the lock within [`CRASH_GRACE_S`] (the crash happened with the lock held), the
+//! call at all). A crashing thread waits for that thread to end the process. A crash with the
+//! lock held by the crashing thread (inside a TCA or CUDA call, copying from a bad pointer the
+//! program passed, say) is named at once without the files, as the state may be half changed.
+//! If the watcher has not taken the lock within [`CRASH_GRACE_S`] (another thread's hold), the
 //! crashing thread dies by its signal.
 
 use crate::job::SmpiJob;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 
 /// The signals that stop a run: those `tca run` forwards, and with which it stops a job.
@@ -29,6 +31,32 @@ const CRASH_GRACE_S: u32 = 10;
 
 /// The watcher holds the job's lock to end the process ([`writing`]).
 static WRITING: AtomicBool = AtomicBool::new(false);
+
+/// The thread that holds the job's lock ([`held`]; 0: none), which a crash handler compares
+/// with its own.
+static HOLDER: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// A thread's identity, as its address: a plain TLS access, which a handler may make.
+    static ME: u8 = const { 0 };
+}
+
+fn me() -> usize {
+    ME.with(|m| m as *const u8 as usize)
+}
+
+/// This thread took the job's lock.
+pub(crate) fn held() {
+    HOLDER.store(me(), Ordering::Relaxed);
+}
+
+/// The thread holding the job's lock gives it back.
+pub(crate) fn released() {
+    HOLDER.store(0, Ordering::Relaxed);
+}
+
+/// In the pipe, a crash's signal with this bit: the crashing thread held the job's lock.
+const IN_LOCK: u8 = 0x80;
 
 /// The pipe's end the handler writes to (-1 before [`watch`]).
 static WAKE: AtomicI32 = AtomicI32::new(-1);
@@ -69,7 +97,9 @@ extern "C" fn on_crash(signal: c_int) {
     // here ends the process by the signal at once).
     let pid = crate::caller().unwrap_or(0);
     let rank = RANK_ACTORS.iter().position(|a| pid > 0 && a.load(Ordering::Relaxed) == pid);
-    tell(signal, rank.map_or(NO_RANK, |r| r as u8));
+    // With the lock held here the watcher could never take it: it names the crash without.
+    let in_lock = if HOLDER.load(Ordering::Relaxed) == me() { IN_LOCK } else { 0 };
+    tell(signal | c_int::from(in_lock), rank.map_or(NO_RANK, |r| r as u8));
     let second = libc::timespec { tv_sec: 1, tv_nsec: 0 };
     let mut waited = 0;
     // SAFETY: async-signal-safe calls; the watcher ends the process meanwhile, or the default
@@ -105,8 +135,14 @@ pub(crate) fn watch(job: Arc<SmpiJob>) {
             // SAFETY: reads two bytes into a local array (a pipe's writes of up to PIPE_BUF
             // bytes are not split).
             match unsafe { libc::read(read_end, bytes.as_mut_ptr().cast(), 2) } {
-                2 if CRASHING.contains(&c_int::from(bytes[0])) => {
-                    job.crash(c_int::from(bytes[0]), (bytes[1] != NO_RANK).then_some(u32::from(bytes[1])))
+                2 if CRASHING.contains(&c_int::from(bytes[0] & !IN_LOCK)) => {
+                    let (signal, rank) =
+                        (c_int::from(bytes[0] & !IN_LOCK), (bytes[1] != NO_RANK).then_some(u32::from(bytes[1])));
+                    if bytes[0] & IN_LOCK != 0 {
+                        job.crash_in_call(signal, rank)
+                    } else {
+                        job.crash(signal, rank)
+                    }
                 }
                 2 => job.stop(c_int::from(bytes[0])),
                 _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
