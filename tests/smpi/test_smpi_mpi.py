@@ -194,3 +194,23 @@ def test_declared_compute_counts_only_when_asked(tmp_path):
     # smpi_execute(2 us) + SMPI_SAMPLE_DELAY(3 us); SMPI adds 10 ns to each MPI_Wtime call.
     assert times["none"] == pytest.approx(0.01, abs=0.005)
     assert times["declared"] == pytest.approx(5.01, abs=0.005)
+
+
+@needs_smpi
+def test_polls_and_receives_cost_what_arrived(tmp_path):
+    """A poll that finds nothing (MPI_Test, MPI_Iprobe) costs MVAPICH2's receive path (half of
+    mpi_overhead, 0.1 us), not SMPI's default of 100 us that grows with each call: polling for
+    a message takes what waiting for it does. A GPU receive posted for 4 MiB that gets 8 B pays
+    the GPU costs of 8 B, however it completes."""
+    exe = compile_program(HERE / "mpi_receives.c", tmp_path)
+    setup = prepare("ha-pacs-tca", 2, tmp_path / "run")
+    assert "smpi/test:1e-07" in setup.cfg and "smpi/iprobe:1e-07" in setup.cfg
+    times = {name: float(us) for name, us in (line.split() for line in run(setup, [str(exe)]).stdout.splitlines())}
+    assert times["wait"] == pytest.approx(1.27, abs=0.05), "8 B between hosts, one way"
+    for poll in ("poll-test", "poll-iprobe"):
+        assert times["wait"] <= times[poll] < times["wait"] + 0.2, (poll, times)
+    blocking = times["gpu-recv"]
+    assert blocking < 10, "the GPU costs of 8 B, not of 4 MiB"
+    for how in ("wait", "waitall", "sendrecv", "persistent"):
+        assert times[f"gpu-{how}"] == pytest.approx(blocking, abs=0.05), (how, times)
+    assert blocking <= times["gpu-test"] < blocking + 0.2, times

@@ -153,6 +153,11 @@ def smpi_cfg(path: HostPath, compute: str, core_speed: float) -> list[str]:
         # the receiver: SMPI detaches sizes strictly below this value.
         f"smpi/send-is-detached-thresh:{path.m.eager_threshold + 1}",
         "smpi/coll-selector:mvapich2",
+        # A poll that finds nothing (MPI_Test, MPI_Iprobe) costs MVAPICH2's receive path, half
+        # of mpi_overhead, not SMPI's default 100 us, which also grows with every such call.
+        f"smpi/test:{_num(path.m.mpi_overhead / 2)}",
+        f"smpi/iprobe:{_num(path.m.mpi_overhead / 2)}",
+        "smpi/grow-injected-times:no",
         "smpi/privatization:1",
         f"smpi/host-speed:{speed}",
     ]

@@ -299,19 +299,47 @@ static void remember(MPI_Request r, const void* buf, size_t bytes, int is_send, 
   armed_count += p.armed;
 }
 
-/* A request finished: charge its GPU receive, if it was one. The table is left before the
- * charge: charging sleeps, other ranks run and may grow (move) the table meanwhile. */
-static void completed(MPI_Request r)
+/* Bytes a receive of at most `posted` bytes got, by its status (all of them when unknown). */
+static size_t received_bytes(const MPI_Status* st, size_t posted)
+{
+  int n = MPI_UNDEFINED;
+  if (st != NULL)
+    PMPI_Get_count(st, MPI_BYTE, &n);
+  return n == MPI_UNDEFINED || n < 0 || (size_t)n > posted ? posted : (size_t)n;
+}
+
+/* A request finished with status `st`: charge its GPU receive, if it was one, for the bytes
+ * that arrived (a receive may be posted larger than its message). The table is left before
+ * the charge: charging sleeps, other ranks run and may grow (move) the table meanwhile. */
+static void completed(MPI_Request r, const MPI_Status* st)
 {
   struct pending* p = find(r);
   if (p == NULL || !p->armed)
     return;
   p->armed = 0;
   armed_count--;
-  size_t bytes = p->bytes;
+  size_t bytes = received_bytes(st, p->bytes);
   if (!p->persistent)
     forget(p);
   charge(gpu_share(bytes, 0));
+}
+
+/* `statuses`, or room for `count` of them when the caller ignores them but a GPU receive
+ * needs its size (free with release_statuses). */
+static MPI_Status* statuses_for(int count, MPI_Status* statuses, const MPI_Request* copy)
+{
+  if (copy == NULL || statuses != MPI_STATUSES_IGNORE)
+    return statuses;
+  MPI_Status* own = malloc((size_t)count * sizeof *own);
+  if (own == NULL)
+    fail("out of memory for request bookkeeping", "");
+  return own;
+}
+
+static void release_statuses(MPI_Status* used, MPI_Status* given)
+{
+  if (used != given)
+    free(used);
 }
 
 static void started(MPI_Request r)
@@ -359,11 +387,8 @@ int tca_smpi_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, 
   MPI_Status local;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
   int rc         = PMPI_Recv(buf, count, type, source, tag, comm, st);
-  if (rc == MPI_SUCCESS && on_gpu(buf)) {
-    int received = 0;
-    PMPI_Get_count(st, type, &received);
-    charge_recv(buf, bytes_of(received == MPI_UNDEFINED ? count : received, type));
-  }
+  if (rc == MPI_SUCCESS)
+    charge_recv(buf, received_bytes(st, bytes_of(count, type)));
   return rc;
 }
 
@@ -388,10 +413,12 @@ int tca_smpi_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                       MPI_Comm comm, MPI_Status* status)
 {
   charge_send(sendbuf, bytes_of(sendcount, sendtype));
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
   int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                         recvtag, comm, status);
+                         recvtag, comm, st);
   if (rc == MPI_SUCCESS)
-    charge_recv(recvbuf, bytes_of(recvcount, recvtype));
+    charge_recv(recvbuf, received_bytes(st, bytes_of(recvcount, recvtype)));
   return rc;
 }
 
@@ -439,18 +466,22 @@ int tca_smpi_Request_free(MPI_Request* request)
 int tca_smpi_Wait(MPI_Request* request, MPI_Status* status)
 {
   MPI_Request r = *request;
-  int rc        = PMPI_Wait(request, status);
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  int rc         = PMPI_Wait(request, st);
   if (armed_count > 0)
-    completed(r);
+    completed(r, st);
   return rc;
 }
 
 int tca_smpi_Waitall(int count, MPI_Request* requests, MPI_Status* statuses)
 {
   MPI_Request* copy = snapshot(count, requests);
-  int rc            = PMPI_Waitall(count, requests, statuses);
+  MPI_Status* sts   = statuses_for(count, statuses, copy);
+  int rc            = PMPI_Waitall(count, requests, sts);
   for (int i = 0; copy != NULL && i < count; i++)
-    completed(copy[i]);
+    completed(copy[i], rc == MPI_SUCCESS ? &sts[i] : NULL);
+  release_statuses(sts, statuses);
   free(copy);
   return rc;
 }
@@ -458,9 +489,11 @@ int tca_smpi_Waitall(int count, MPI_Request* requests, MPI_Status* statuses)
 int tca_smpi_Waitany(int count, MPI_Request* requests, int* index, MPI_Status* status)
 {
   MPI_Request* copy = snapshot(count, requests);
-  int rc            = PMPI_Waitany(count, requests, index, status);
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  int rc         = PMPI_Waitany(count, requests, index, st);
   if (copy != NULL && *index != MPI_UNDEFINED)
-    completed(copy[*index]);
+    completed(copy[*index], st);
   free(copy);
   return rc;
 }
@@ -468,9 +501,11 @@ int tca_smpi_Waitany(int count, MPI_Request* requests, int* index, MPI_Status* s
 int tca_smpi_Waitsome(int incount, MPI_Request* requests, int* outcount, int* indices, MPI_Status* statuses)
 {
   MPI_Request* copy = snapshot(incount, requests);
-  int rc            = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  MPI_Status* sts   = statuses_for(incount, statuses, copy);
+  int rc            = PMPI_Waitsome(incount, requests, outcount, indices, sts);
   for (int i = 0; copy != NULL && *outcount != MPI_UNDEFINED && i < *outcount; i++)
-    completed(copy[indices[i]]);
+    completed(copy[indices[i]], &sts[i]);
+  release_statuses(sts, statuses);
   free(copy);
   return rc;
 }
@@ -478,18 +513,22 @@ int tca_smpi_Waitsome(int incount, MPI_Request* requests, int* outcount, int* in
 int tca_smpi_Test(MPI_Request* request, int* flag, MPI_Status* status)
 {
   MPI_Request r = *request;
-  int rc        = PMPI_Test(request, flag, status);
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  int rc         = PMPI_Test(request, flag, st);
   if (*flag && armed_count > 0)
-    completed(r);
+    completed(r, st);
   return rc;
 }
 
 int tca_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses)
 {
   MPI_Request* copy = snapshot(count, requests);
-  int rc            = PMPI_Testall(count, requests, flag, statuses);
+  MPI_Status* sts   = statuses_for(count, statuses, copy);
+  int rc            = PMPI_Testall(count, requests, flag, sts);
   for (int i = 0; copy != NULL && *flag && i < count; i++)
-    completed(copy[i]);
+    completed(copy[i], rc == MPI_SUCCESS ? &sts[i] : NULL);
+  release_statuses(sts, statuses);
   free(copy);
   return rc;
 }
@@ -497,9 +536,11 @@ int tca_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* st
 int tca_smpi_Testany(int count, MPI_Request* requests, int* index, int* flag, MPI_Status* status)
 {
   MPI_Request* copy = snapshot(count, requests);
-  int rc            = PMPI_Testany(count, requests, index, flag, status);
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  int rc         = PMPI_Testany(count, requests, index, flag, st);
   if (copy != NULL && *flag && *index != MPI_UNDEFINED)
-    completed(copy[*index]);
+    completed(copy[*index], st);
   free(copy);
   return rc;
 }
@@ -507,9 +548,11 @@ int tca_smpi_Testany(int count, MPI_Request* requests, int* index, int* flag, MP
 int tca_smpi_Testsome(int incount, MPI_Request* requests, int* outcount, int* indices, MPI_Status* statuses)
 {
   MPI_Request* copy = snapshot(incount, requests);
-  int rc            = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  MPI_Status* sts   = statuses_for(incount, statuses, copy);
+  int rc            = PMPI_Testsome(incount, requests, outcount, indices, sts);
   for (int i = 0; copy != NULL && *outcount != MPI_UNDEFINED && i < *outcount; i++)
-    completed(copy[indices[i]]);
+    completed(copy[indices[i]], &sts[i]);
+  release_statuses(sts, statuses);
   free(copy);
   return rc;
 }
