@@ -165,7 +165,7 @@ impl Inner {
                 // Its waiters are woken once it is reported ([`Inner::report`]).
                 Action::Notify(n) if n.dst_node == me => work.local.push((n.src_node, n.slot, n.tag)),
                 Action::Notify(n) => {
-                    if let Err(e) = self.push_notify(n.dst_node, n.slot, n.tag) {
+                    if let Err(e) = self.push_notify(n.channel, n.dst_node, n.slot, n.tag) {
                         self.notify_failed(n.channel, n.dst_node, e);
                     }
                 }
@@ -309,9 +309,9 @@ impl Inner {
     ///
     /// # Errors
     /// As [`Inner::push_notify_held`].
-    fn push_notify(&self, dst: u16, slot: u16, tag: u32) -> TcaResult<()> {
+    fn push_notify(&self, channel: u8, dst: u16, slot: u16, tag: u32) -> TcaResult<()> {
         let mut producer = self.producers[dst as usize].lock();
-        self.push_notify_held(&mut producer, dst, slot, tag)?;
+        self.push_notify_held(&mut producer, channel, dst, slot, tag)?;
         std::sync::atomic::fence(Ordering::SeqCst);
         let h = self.segs[dst as usize].header();
         if h.app_waiters.0.load(Ordering::Relaxed) != 0 {
@@ -326,13 +326,30 @@ impl Inner {
     /// # Errors
     /// [`TcaError::PeerDead`] when `dst` died or finalized while its ring was full;
     /// [`TcaError::Timeout`] when `dst` is alive but took no entry for the whole timeout (its
-    /// program is busy elsewhere, in a barrier say). Either way nothing was written.
-    pub(crate) fn push_notify_held(&self, producer: &mut Producer, dst: u16, slot: u16, tag: u32) -> TcaResult<()> {
+    /// program is busy elsewhere, in a barrier say), or at once when a notification of
+    /// `channel` timed out so already and its `tcaWaitDMAC` has not been told yet: a chain of
+    /// many notifications to a receiver busy elsewhere waits one timeout, not one each. Either
+    /// way nothing was written.
+    pub(crate) fn push_notify_held(
+        &self,
+        producer: &mut Producer,
+        channel: u8,
+        dst: u16,
+        slot: u16,
+        tag: u32,
+    ) -> TcaResult<()> {
         let ring = self.segs[dst as usize].ring(self.cfg.rank);
         let v = encode_notify(slot, tag);
+        let gave_up = self
+            .failed_alone
+            .get(channel as usize)
+            .is_some_and(|f| f.load(Ordering::Acquire) == TcaError::Timeout.code());
         // The clock is read only once the ring is full.
         let mut start = None;
         while !ring.push(producer, v) {
+            if gave_up {
+                return Err(TcaError::Timeout);
+            }
             let since = *start.get_or_insert_with(Instant::now);
             if !self.peer_alive(dst) {
                 return Err(TcaError::PeerDead);

@@ -165,7 +165,7 @@ impl Inner {
         let mut dead = (copied == Err(TcaError::PeerDead)).then_some(a.write.dst_node);
         let mut result = copied;
         if let (Some((dst, slot, tag)), Some(p), Ok(())) = (a.notify, producer.as_mut(), copied) {
-            result = self.push_notify_held(p, dst, slot, tag);
+            result = self.push_notify_held(p, a.channel, dst, slot, tag);
             match result {
                 Ok(()) => {
                     let peer = self.segs[dst as usize].header();

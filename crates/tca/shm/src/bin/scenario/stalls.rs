@@ -161,8 +161,9 @@ pub(crate) fn abandoned_share(f: &ShmFabric) -> Check {
 
 /// 2 ranks: rank 0 sends notifications to rank 1, which is alive but takes none (it waits
 /// for a PIO flag) until rank 0 has filled its ring and one more notification found no room
-/// for the whole timeout, once from a run the caller carries out alone and once from a chain
-/// large enough for the engine thread. The channel's `tcaWaitDMAC` says `Timeout`, not
+/// for the whole timeout, once from a run the caller carries out alone, once from a chain
+/// large enough for the engine thread, and once from a chain of 20 notifications, which
+/// gives up after one timeout, not 20. The channel's `tcaWaitDMAC` says `Timeout`, not
 /// `PeerDead`: rank 1 is not marked dead, so once it consumes, the next run reaches it; the
 /// notifications that found no room never arrive.
 pub(crate) fn full_ring(f: &ShmFabric) -> Check {
@@ -197,6 +198,22 @@ pub(crate) fn full_ring(f: &ShmFabric) -> Check {
         if f.wait_dmac(1).is_ok() {
             std::thread::sleep(timeout * 3 / 2);
             ck("wait channel again, the ring full", f.wait_dmac(1), TcaError::Timeout)?;
+        }
+        // A chain of 20 notifications into the full ring waits one timeout in all, not one each.
+        let mut many = Desc::new();
+        for k in 0..20 {
+            ok("set_memcpy", many.set_memcpy(&dsts[1], 16 * k, &src, 16 * k, 8, DmaFlags::NOTIFY, 1, 7))?;
+        }
+        ok("desc_set", f.desc_set(2, &many))?;
+        let t = Instant::now();
+        let started = f.start_dma(2);
+        let waited = f.wait_dmac(2);
+        if t.elapsed() > timeout * 3 {
+            return Err(format!("20 notifications into the full ring took {:?} to give up", t.elapsed()));
+        }
+        if started.is_ok() && waited.is_ok() {
+            std::thread::sleep(timeout * 3 / 2);
+            ck("wait channel 2 again, the ring full", f.wait_dmac(2), TcaError::Timeout)?;
         }
         tell(f, &flags[1])?;
         ok("start once rank 1 consumes", f.start_dma(0))?;
