@@ -259,6 +259,16 @@ def test_and_on_the_shm_fabric(shm_program, case):
         assert line in out.stdout, out.stdout
 
 
+def test_an_mpi_program_is_sent_to_mpirun_on_the_shm_fabric(shm_program):
+    """`tca run` would start each rank as a one-rank MPI job of its own, whose handle
+    exchanges then miss the other ranks."""
+    out = subprocess.run(
+        [*TCA, "run", "-n", "2", "--fabric", "shm", str(shm_program)], capture_output=True, text=True
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"is an MPI program: start it with mpirun (mpirun -n 2 {shm_program})" in out.stderr
+
+
 def test_a_program_without_tca_calls_finds_libtca_on_the_shm_fabric(tmp_path):
     """Its `-ltca` is dropped by the linker's --as-needed: the CUDA runtime loads libtca.so
     from its own directory."""

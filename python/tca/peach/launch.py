@@ -130,11 +130,19 @@ def run(
         )
     if bind not in ("none", "core"):
         raise TcaError(f"--bind-to {bind}: expected none or core")
-    if os.path.isfile(program[0]) and os.access(program[0], os.R_OK) and links_simgrid(program[0]):
-        raise TcaError(
-            f"{program[0]} was built with `tca cc` for the simulator: run it with --fabric sim "
-            "--platform P, or build it with mpicc for the shm fabric"
-        )
+    if os.path.isfile(program[0]) and os.access(program[0], os.R_OK):
+        if links_simgrid(program[0]):
+            raise TcaError(
+                f"{program[0]} was built with `tca cc` for the simulator: run it with --fabric sim "
+                "--platform P, or build it with mpicc for the shm fabric"
+            )
+        if nranks > 1 and links(program[0], b"libmpi.so"):
+            # Each process would be a one-rank MPI job of its own, while tcaInit joins them.
+            raise TcaError(
+                f"{program[0]} is an MPI program: start it with mpirun (mpirun -n {nranks} "
+                f"{program[0]}): libtca joins its ranks on the shm fabric; tca run would start "
+                f"{nranks} separate one-rank MPI jobs"
+            )
     job = job_id()
     with Job() as ranks:
         try:
@@ -164,14 +172,20 @@ class SimOptions:
     stats_json: Path | None = None  # and the statistics with per-link counters as JSON there
 
 
-def links_simgrid(program: str) -> bool:
-    """Whether ``program`` is an SMPI program (it names libsimgrid among its libraries)."""
+def links(program: str, library: bytes) -> bool:
+    """Whether ``program`` is an ELF file that names ``library`` (``b"libsimgrid.so"``) among
+    its libraries."""
     try:
         with open(program, "rb") as f:
             head = f.read(4)
-            return head == b"\x7fELF" and b"libsimgrid.so" in f.read()
+            return head == b"\x7fELF" and library in f.read()
     except OSError as e:
         raise TcaError(f"{program}: {e.strerror}") from e
+
+
+def links_simgrid(program: str) -> bool:
+    """Whether ``program`` is an SMPI program (it names libsimgrid among its libraries)."""
+    return links(program, b"libsimgrid.so")
 
 
 def run_smpi(
