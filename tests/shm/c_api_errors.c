@@ -626,6 +626,17 @@ int main(void)
     EXPECT(tcaGetNodeCount(&count), TCA_ERROR_NOT_INITIALIZED);
     EXPECT(tcaBarrier(), TCA_ERROR_NOT_INITIALIZED);
     EXPECT(tcaInit(), TCA_ERROR_NOT_INITIALIZED); /* a finished rank does not join again */
+    /* Descriptor tables went with the job (as on the simulator); a chain in memory needs none. */
+    int table = 0;
+    EXPECT(tcaCreateDMADesc(&table, 4), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaDMADescInt_Init(), TCA_ERROR_NOT_INITIALIZED);
+    tcaDesc *chain = tcaDescNew();
+    if (chain == NULL) {
+        fprintf(stderr, "rank %d: tcaDescNew after tcaFinalize gave NULL\n", me);
+        failures++;
+    }
+    EXPECT(tcaDescSet(chain, 0), TCA_ERROR_NOT_INITIALIZED);
+    EXPECT(tcaDescFree(chain), TCA_SUCCESS);
     free(all);
     if (failures) {
         fprintf(stderr, "rank %d: %d failures\n", me, failures);

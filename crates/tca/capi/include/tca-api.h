@@ -145,7 +145,9 @@ typedef struct tcaDesc tcaDesc;
  * 1000, or 0 when the job's ranks outnumber the CPUs they may run on). A TCA_SPIN_US longer
  * than TCA_TIMEOUT_MS is rejected. On failure the reason is also printed on stderr. */
 tcaresult tcaInit(void);
-/* Leaves the job; every later call returns TCA_ERROR_NOT_INITIALIZED. */
+/* Leaves the job; every later call that needs it returns TCA_ERROR_NOT_INITIALIZED. Building a
+ * chain in memory (tcaDescNew, tcaDescSetMemcpy*, tcaDescSetMode, tcaDescFree) needs no job,
+ * before tcaInit or after tcaFinalize; registering one (tcaDescSet) does. */
 tcaresult tcaFinalize(void);
 /* Extensions: this rank's node id, and the number of nodes. */
 tcaresult tcaGetNodeId(int *node);

@@ -166,8 +166,13 @@ fn ranks() -> MutexGuard<'static, BTreeMap<usize, Rank>> {
 }
 
 /// The calling rank's key; `TCA_ERROR_NOT_INITIALIZED` before `tcaInit`.
+/// The calling rank's key; [`TcaError::NotInitialized`] before `tcaInit` and after
+/// `tcaFinalize` (the shm fabric stays registered in the process after it).
 fn rank_key() -> Result<usize, CErr> {
-    with_fabric(|f| Ok(fabric_key(f)))
+    with_fabric(|f| {
+        f.node_id()?;
+        Ok(fabric_key(f))
+    })
 }
 
 fn with_rank<T>(key: usize, f: impl FnOnce(&mut Rank) -> Result<T, CErr>) -> Result<T, CErr> {
