@@ -118,8 +118,9 @@ typedef struct tcaHandle { uint8_t bytes[32]; } tcaHandle;
 
 /* An open PIO window into a (usually remote) handle: its 48-byte wire form (plain bytes, which
  * every library call checks), then where its stores go in this process when the fabric maps
- * the window here (the shm fabric): what the inline tcaSendPIO below reads. Set it with
- * tcaSetPIORegion only. */
+ * the window here (the shm fabric): what the inline tcaSendPIO below reads, and all it checks
+ * (that part's check word and the handle still live), not the wire form. Set it with
+ * tcaSetPIORegion only; a copy whose wire form was changed may still store inline. */
 typedef struct tcaPIODirect {
     uint8_t *base;          /* the window's first byte in this process */
     const uint32_t *live;   /* the owner's handle-table word: the handle's id while live */
@@ -173,7 +174,9 @@ tcaresult tcaDestroyHandle(tcaHandle *handle);
 tcaDesc *tcaDescNew(void); /* NULL when out of memory */
 tcaresult tcaDescFree(tcaDesc *desc);
 /* Appends a copy of size bytes; repeated calls chain. Notification (wait_slot, wait_tag).
- * A negative offset gives TCA_ERROR_INVALID_ARGUMENT. */
+ * A negative offset gives TCA_ERROR_INVALID_ARGUMENT. A copy whose source and destination
+ * overlap leaves the bytes undefined, as memcpy does: the DMA engine reads ahead of its
+ * writes in 4 KiB requests, and the fabrics differ (the shm fabric moves them as memmove). */
 tcaresult tcaDescSetMemcpy(tcaDesc *desc, const tcaHandle *dst_handle, off_t dst_offset,
                            const tcaHandle *src_handle, off_t src_offset, size_t size,
                            int flags, int wait_slot, int wait_tag);
