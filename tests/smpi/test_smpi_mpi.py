@@ -205,7 +205,9 @@ def test_polls_and_receives_cost_what_arrived(tmp_path):
     exe = compile_program(HERE / "mpi_receives.c", tmp_path)
     setup = prepare("ha-pacs-tca", 2, tmp_path / "run")
     assert "smpi/test:1e-07" in setup.cfg and "smpi/iprobe:1e-07" in setup.cfg
-    times = {name: float(us) for name, us in (line.split() for line in run(setup, [str(exe)]).stdout.splitlines())}
+    times = {
+        name: float(us) for name, us in (line.split() for line in run(setup, [str(exe)]).stdout.splitlines())
+    }
     assert times["wait"] == pytest.approx(1.27, abs=0.05), "8 B between hosts, one way"
     for poll in ("poll-test", "poll-iprobe"):
         assert times["wait"] <= times[poll] < times["wait"] + 0.2, (poll, times)

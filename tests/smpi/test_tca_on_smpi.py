@@ -470,7 +470,8 @@ def test_a_rank_that_crashes_right_after_joining_is_named(join_then, tmp_path):
     stats = tmp_path / "s.json"
     out = run(join_then, "segv", tca_options=("--stats-json", str(stats)))
     assert out.returncode == 128 + signal.SIGSEGV, out.stdout + out.stderr
-    assert re.search(r"tca: rank 1 was killed by SIGSEGV at [\d.]+us of virtual time\n", out.stderr), out.stderr
+    named = re.search(r"tca: rank 1 was killed by SIGSEGV at [\d.]+us of virtual time\n", out.stderr)
+    assert named, out.stderr
     assert json.loads(stats.read_text())["ranks"] == 2
 
 
