@@ -8,6 +8,8 @@
  *   mixed           rank 0 waits for a TCA notification that never comes, rank 1 probes MPI for
  *                   1 ms of simulated time, then blocks in MPI_Recv
  *   tca             both ranks wait for a TCA notification that never comes
+ *   coll            rank 0 calls tcaCollBarrier, rank 1 waits for a TCA notification that
+ *                   never comes
  *   exit            rank 1 calls MPI_Finalize and exit(5); rank 0 waits for a TCA notification
  *                   from it
  *   returned        rank 0 waits for a TCA notification that never comes, rank 1 returns from
@@ -184,6 +186,14 @@ int main(int argc, char** argv)
     int mine = me, theirs = -1;
     MPI_Sendrecv(&mine, 1, MPI_INT, peer, 0, &theirs, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     printf("rank %d: got %d, last CUDA error %s\n", me, theirs, cudaGetErrorName(cudaGetLastError()));
+    MPI_Finalize();
+    return 0;
+  }
+  if (strcmp(what, "coll") == 0) {
+    /* Rank 0 sets the collective library up (its first call) while rank 1 waits for a
+     * notification that never comes. */
+    tcaresult r = me == 0 ? tcaCollBarrier() : tcaWaitDMARecvDesc(&all[peer], 0, 7);
+    printf("rank %d: %s\n", me, tcaGetErrorString(r));
     MPI_Finalize();
     return 0;
   }

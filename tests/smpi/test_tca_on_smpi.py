@@ -503,6 +503,19 @@ def test_a_deadlock_report_names_a_rank_that_returned_from_main(program):
     assert "rank 1 has ended (returned from main or called exit) without tcaFinalize" in out.stderr
 
 
+def test_a_deadlock_report_names_the_collective_a_wait_is_inside(program):
+    out = run(program, "coll")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("deadlock: every rank waits and nothing can change") == 2
+    # The program gets only the code; the report on stderr names the collective's inner wait.
+    assert re.search(
+        r"tca: deadlock in TCA at [\d.]+us: rank 0 waits for tca\w+ inside tcaCollBarrier; "
+        r"rank 1 waits for tcaWaitDMARecvDesc\(handle of node 0, slot 0, tag 7\) "
+        r"\(each such call returns TCA_ERROR_DEADLOCK\)",
+        out.stderr,
+    ), out.stderr
+
+
 def test_a_deadlock_inside_tca_is_an_error_the_program_gets(program):
     out = run(program, "tca")
     assert out.returncode == 0, out.stderr

@@ -61,9 +61,21 @@ fn config() -> Result<Config, CErr> {
     Ok(c)
 }
 
-/// Runs `op` with the calling rank's library, setting it up first if needed.
-fn with_coll(op: impl FnOnce(&mut Coll, &dyn Fabric) -> Result<(), CollError>) -> Result<(), CErr> {
+/// The fabric's calls are made inside the program's call until this is dropped.
+struct Within<'a>(&'a dyn Fabric);
+
+impl Drop for Within<'_> {
+    fn drop(&mut self) {
+        self.0.call_within(None);
+    }
+}
+
+/// Runs `op` for the program's call `call` with the calling rank's library, setting it up
+/// first if needed; a deadlock report names `call` beside the wait it is stuck in.
+fn with_coll(call: &'static str, op: impl FnOnce(&mut Coll, &dyn Fabric) -> Result<(), CollError>) -> Result<(), CErr> {
     with_fabric(|f| {
+        f.call_within(Some(call));
+        let _within = Within(f);
         let key = fabric_key(f);
         let taken = ranks().remove(&key);
         let rec = Recording::new(f);
@@ -99,7 +111,7 @@ fn bytes(count: usize, ty: c_int) -> u64 {
 /// `tcaCollBarrier`.
 #[no_mangle]
 pub extern "C-unwind" fn tcaCollBarrier() -> c_int {
-    run(|| with_coll(|c, f| c.barrier(f)))
+    run(|| with_coll("tcaCollBarrier", |c, f| c.barrier(f)))
 }
 
 /// `tcaCollAllgather`.
@@ -111,7 +123,7 @@ pub extern "C-unwind" fn tcaCollBarrier() -> c_int {
 pub unsafe extern "C-unwind" fn tcaCollAllgather(send: *const c_void, recv: *mut c_void, size: usize) -> c_int {
     let (s, r) = (send as usize as u64, recv as usize as u64);
     run(|| {
-        with_coll(|c, f| {
+        with_coll("tcaCollAllgather", |c, f| {
             if size > 0 && (s == 0 || r == 0) {
                 return Err(c.refuse(f, Kind::Allgather, size as u64, null("tcaCollAllgather")));
             }
@@ -135,7 +147,7 @@ pub unsafe extern "C-unwind" fn tcaCollAllreduce(
 ) -> c_int {
     let (s, r) = (send as usize as u64, recv as usize as u64);
     run(|| {
-        with_coll(|c, f| {
+        with_coll("tcaCollAllreduce", |c, f| {
             let checked = op_type(ty, op).and_then(|t| match count > 0 && (s == 0 || r == 0) {
                 true => Err(null("tcaCollAllreduce")),
                 false => Ok(t),
@@ -162,7 +174,7 @@ pub unsafe extern "C-unwind" fn tcaCollReduce(
 ) -> c_int {
     let (s, r) = (send as usize as u64, recv as usize as u64);
     run(|| {
-        with_coll(|c, f| {
+        with_coll("tcaCollReduce", |c, f| {
             let at_root = i64::from(root) == i64::from(c.rank());
             let checked = op_type(ty, op).and_then(|t| match count > 0 && (s == 0 || (r == 0 && at_root)) {
                 true => Err(null("tcaCollReduce")),
@@ -183,7 +195,7 @@ pub unsafe extern "C-unwind" fn tcaCollReduce(
 pub unsafe extern "C-unwind" fn tcaCollBcast(buf: *mut c_void, size: usize, root: c_int) -> c_int {
     let b = buf as usize as u64;
     run(|| {
-        with_coll(|c, f| {
+        with_coll("tcaCollBcast", |c, f| {
             if size > 0 && b == 0 {
                 return Err(c.refuse(f, Kind::Bcast, size as u64, null("tcaCollBcast")));
             }

@@ -33,6 +33,9 @@ impl Fabric for Recording<'_> {
     fn node_id(&self) -> FabricResult<u16> {
         self.inner.node_id()
     }
+    fn call_within(&self, within: Option<&'static str>) {
+        self.inner.call_within(within);
+    }
     fn node_count(&self) -> FabricResult<u16> {
         self.inner.node_count()
     }

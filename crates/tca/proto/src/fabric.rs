@@ -377,6 +377,11 @@ pub trait Fabric: Send + Sync {
     /// Leaves the job (`tcaFinalize`); later calls fail with [`TcaError::NotInitialized`].
     fn finalize(&self) -> FabricResult<()>;
 
+    /// The calls this rank makes from now on are made inside the program's call `within`
+    /// (`tcaCollAllreduce`, say), or its own again (`None`): a deadlock report names it beside
+    /// the wait. Default: nothing is reported.
+    fn call_within(&self, _within: Option<&'static str>) {}
+
     // ---- for a CUDA runtime (docs/cuda.md); the defaults describe a node without a GPU ----
 
     /// GPUs of this node (`cudaGetDeviceCount`). Default: one, whose memory is host memory.

@@ -113,6 +113,10 @@ impl Driver for SimJob {
         SimJob::finish(self, rank);
     }
 
+    fn call_within(&self, rank: u32, within: Option<&'static str>) {
+        self.lock().scheduler.call_within(rank, within);
+    }
+
     fn call(&self, rank: u32, op: Op) -> Result<Reply, FabricError> {
         let mut st = self.lock();
         let free = st.scheduler.is_running(rank) && st.submitted.get(rank as usize).is_some_and(Option::is_none);
@@ -153,7 +157,7 @@ impl State {
         self.scheduler.settle();
         while !self.scheduler.has_answers() {
             if !self.scheduler.step() {
-                self.scheduler.deadlock(&|_| "is running");
+                let _report = self.scheduler.deadlock(&|_| "is running");
                 return;
             }
         }

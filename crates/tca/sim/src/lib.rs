@@ -47,6 +47,10 @@ pub trait Driver: Send + Sync {
 
     /// Rank `rank`'s program has returned (or failed); later calls of it fail.
     fn finish(&self, rank: u32);
+
+    /// Rank `rank`'s requests from now on are made inside the program's call `within`
+    /// ([`Scheduler::call_within`]).
+    fn call_within(&self, rank: u32, within: Option<&'static str>);
 }
 
 /// Runs `program(rank)` for every rank of a new job on `platform`, each in its own thread

@@ -93,6 +93,10 @@ impl Fabric for SimRank {
         Ok(self.rank as u16)
     }
 
+    fn call_within(&self, within: Option<&'static str>) {
+        self.job.call_within(self.rank, within);
+    }
+
     fn node_count(&self) -> FabricResult<u16> {
         Ok(self.job.ranks() as u16)
     }

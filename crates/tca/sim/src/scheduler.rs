@@ -47,6 +47,8 @@ pub struct Scheduler {
     /// last change of a slot (kept so that a hardware event costs no look at every rank).
     earliest: Option<SimTime>,
     ready: usize,
+    /// The program's call each rank's requests are made inside ([`Scheduler::call_within`]).
+    within: Vec<Option<&'static str>>,
 }
 
 impl Scheduler {
@@ -64,6 +66,7 @@ impl Scheduler {
             some_finished: false,
             earliest: None,
             ready: 0,
+            within: vec![None; ranks as usize],
         })
     }
 
@@ -124,7 +127,10 @@ impl Scheduler {
             let detail = format!("rank {rank} is not running");
             return Err(FabricError::with_detail(TcaError::NotInitialized, detail));
         }
-        let op_text = op.describe();
+        let op_text = match self.within.get(rank as usize).copied().flatten() {
+            Some(call) => format!("{} inside {call}", op.describe()),
+            None => op.describe(),
+        };
         let gather = match &op {
             Op::Allgather { bytes } => Some(bytes.clone()),
             _ => None,
@@ -381,6 +387,14 @@ impl Scheduler {
         self.recount();
     }
 
+    /// Rank `rank`'s requests from now on are made inside the program's call `within`
+    /// (`tcaCollAllreduce`, say), which a deadlock report names beside the wait; `None`: its own.
+    pub fn call_within(&mut self, rank: u32, within: Option<&'static str>) {
+        if let Some(w) = self.within.get_mut(rank as usize) {
+            *w = within;
+        }
+    }
+
     /// What each rank does now, for a deadlock report: "rank 0 waits for tcaWaitDMAC(channel
     /// 0); rank 1 has finished; ...". `outside(rank)` names what a rank that is not in a TCA
     /// call is doing (the thread driver knows it runs; a driver inside MPI knows it is in MPI,
@@ -399,8 +413,8 @@ impl Scheduler {
     }
 
     /// Nothing can change any more: every waiting rank gets [`TcaError::Deadlock`] naming what
-    /// each rank waits for (see [`Scheduler::describe`]).
-    pub fn deadlock(&mut self, outside: &dyn Fn(u32) -> &'static str) {
+    /// each rank waits for (see [`Scheduler::describe`]); returns that report.
+    pub fn deadlock(&mut self, outside: &dyn Fn(u32) -> &'static str) -> String {
         let detail = format!("at {}: {}", self.world.now, self.describe(outside));
         for slot in &mut self.slots {
             if let Slot::Waiting { .. } = slot {
@@ -408,5 +422,6 @@ impl Scheduler {
             }
         }
         self.recount();
+        detail
     }
 }

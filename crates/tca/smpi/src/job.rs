@@ -236,7 +236,9 @@ impl SmpiJob {
         let s = &mut st.scheduler;
         if s.idle() && s.next_wake().is_none() && !s.all_finished() {
             let returned = &st.returned;
-            s.deadlock(&|rank| outside_tca(returned, rank));
+            let report = s.deadlock(&|rank| outside_tca(returned, rank));
+            // The program gets only the code; the report says what each rank waits for.
+            eprintln!("tca: deadlock in TCA {report} (each such call returns TCA_ERROR_DEADLOCK)");
         }
         let mut wake = Vec::new();
         for rank in st.scheduler.answered().collect::<Vec<_>>() {
@@ -341,6 +343,10 @@ extern "C-unwind" fn model_actor(_argc: c_int, _argv: *mut *mut c_char) {
 impl Driver for SmpiJob {
     fn ranks(&self) -> u32 {
         self.lock().scheduler.ranks()
+    }
+
+    fn call_within(&self, rank: u32, within: Option<&'static str>) {
+        self.lock().scheduler.call_within(rank, within);
     }
 
     fn call(&self, rank: u32, op: Op) -> Result<Reply, FabricError> {
