@@ -165,7 +165,6 @@ fn ranks() -> MutexGuard<'static, BTreeMap<usize, Rank>> {
     RANKS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The calling rank's key; `TCA_ERROR_NOT_INITIALIZED` before `tcaInit`.
 /// The calling rank's key; [`TcaError::NotInitialized`] before `tcaInit` and after
 /// `tcaFinalize` (the shm fabric stays registered in the process after it).
 fn rank_key() -> Result<usize, CErr> {

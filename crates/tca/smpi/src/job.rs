@@ -171,12 +171,7 @@ impl SmpiJob {
             self.clock()
         );
         flush_output();
-        // SAFETY: the signal's default action ends the process as the crash would have.
-        unsafe {
-            libc::signal(signal, libc::SIG_DFL);
-            libc::kill(libc::getpid(), signal);
-            libc::_exit(128 + signal)
-        }
+        die_by(signal)
     }
 
     /// The code on SimGrid's thread crashed with `signal` ([`crate::stop`]), in `rank` if a
@@ -188,12 +183,7 @@ impl SmpiJob {
         let at = self.clock().max(st.scheduler.now());
         eprintln!("tca: {who} was killed by {} at {at} of virtual time", crate::stop::signal_name(signal));
         self.finish_process(st);
-        // SAFETY: the signal's default action ends the process as the crash would have.
-        unsafe {
-            libc::signal(signal, libc::SIG_DFL);
-            libc::kill(libc::getpid(), signal);
-            libc::_exit(128 + signal)
-        }
+        die_by(signal)
     }
 
     /// What each rank does now, for a deadlock report.
@@ -443,5 +433,15 @@ fn flush_output() {
     });
     if flush.is_ok() {
         let _ = flushed.recv_timeout(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Ends the process by `signal`'s default action, as the crash would have.
+fn die_by(signal: c_int) -> ! {
+    // SAFETY: resets one signal's action and sends it to this process; `_exit` if it returns.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::kill(libc::getpid(), signal);
+        libc::_exit(128 + signal)
     }
 }
