@@ -34,6 +34,9 @@ macro_rules! functions {
             pub killable: Option<Killable>,
             /// `tca_smpi_end_killed_rank` of libtcasmpi: throws SimGrid's kill again.
             pub end_killed_rank: Option<unsafe extern "C-unwind" fn()>,
+            /// SMPI times the ranks' computation (`smpi/simulate-computation`, `tca run
+            /// --compute measured`); read once, the first time a rank calls libtca.
+            pub measured: OnceLock<bool>,
         }
 
         fn load() -> Option<SimGrid> {
@@ -48,6 +51,7 @@ macro_rules! functions {
                 end_killed_rank: symbol(c"tca_smpi_end_killed_rank").map(|p| unsafe {
                     std::mem::transmute::<*mut c_void, unsafe extern "C-unwind" fn()>(p)
                 }),
+                measured: OnceLock::new(),
             })
         }
     };
@@ -74,6 +78,7 @@ functions! {
     /// charging the time since it began (a blocking simulated execution), and begins it again.
     bench_end = c"smpi_bench_end": unsafe extern "C-unwind" fn(),
     bench_begin = c"smpi_bench_begin": unsafe extern "C" fn(),
+    cfg_get_boolean = c"sg_cfg_get_boolean": unsafe extern "C" fn(*const c_char) -> c_int,
 }
 
 impl SimGrid {
@@ -96,21 +101,31 @@ impl SimGrid {
     /// TCA hardware's, which the model times, not the program's computation, which
     /// `--compute measured` charges. SMPI's own MPI calls do the same. `None` when SimGrid
     /// killed the rank meanwhile (the computation before the call is charged here).
+    ///
+    /// Without `--compute measured` SMPI drops what its timer measures: the timer is left
+    /// alone, which saves the two thread-CPU-clock reads a call would cost.
     pub fn outside_computation(&'static self) -> Option<OutsideComputation> {
+        // SAFETY: the option is one SMPI registers (and `tca run` sets) before any rank runs.
+        let measured = *self
+            .measured
+            .get_or_init(|| unsafe { (self.cfg_get_boolean)(c"smpi/simulate-computation".as_ptr()) } != 0);
+        if !measured {
+            return Some(OutsideComputation(None));
+        }
         // SAFETY: SMPI calls of a rank's actor, which is in the program's code (its timer runs).
-        self.rank_calls(|| unsafe { (self.bench_end)() }).then_some(OutsideComputation(self))
+        self.rank_calls(|| unsafe { (self.bench_end)() }).then_some(OutsideComputation(Some(self)))
     }
 }
 
 /// While it lives, the calling rank's computation timer is stopped ([`SimGrid::outside_computation`]).
-pub struct OutsideComputation(&'static SimGrid);
+pub struct OutsideComputation(Option<&'static SimGrid>);
 
 impl Drop for OutsideComputation {
     fn drop(&mut self) {
         // A killed rank runs no more computation.
-        if !crate::KILLED.load(std::sync::atomic::Ordering::Relaxed) {
+        if let (Some(sg), false) = (self.0, crate::KILLED.load(std::sync::atomic::Ordering::Relaxed)) {
             // SAFETY: the rank's actor, back on its way to the program's code.
-            unsafe { (self.0.bench_begin)() }
+            unsafe { (sg.bench_begin)() }
         }
     }
 }
