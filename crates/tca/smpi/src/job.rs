@@ -141,10 +141,12 @@ impl SmpiJob {
     /// the process ends.
     pub(crate) fn stop(&self, signal: c_int) -> ! {
         let st = self.lock();
+        let outside = |rank: u32| outside_tca(&st.returned, rank);
         eprintln!(
-            "tca: simulation stopped by {} at {} of the TCA hardware's virtual time",
+            "tca: simulation stopped by {} at {} of the TCA hardware's virtual time; then {}",
             crate::stop::signal_name(signal),
-            st.scheduler.now()
+            st.scheduler.now(),
+            st.scheduler.describe(&outside)
         );
         self.finish_process(st);
         // SAFETY: ends the process, every thread of it.
