@@ -126,7 +126,7 @@ impl TcaError {
             TcaError::OutOfMemory => "out of memory",
             TcaError::Timeout => "timed out",
             TcaError::PeerDead => "peer node is dead",
-            TcaError::ZeroSize => "transfer size is zero",
+            TcaError::ZeroSize => "size is zero",
             TcaError::InvalidPitch => "pitch is smaller than the width or not a multiple of 4 bytes",
             TcaError::TooLarge => "transfer too large for one DMA descriptor",
             TcaError::InvalidNode => "node is not in this sub-cluster",
