@@ -93,6 +93,9 @@ def test_bad_shapes_are_one_line_errors():
         cprog.run(exe, 1, "sim", ["5", "1999", "5000", "100"], PLATFORM)
     with pytest.raises(TcaError, match="at least BAND rows"):
         cprog.run(exe, 4, "sim", ["5", "600", "20000", "200"], PLATFORM)
+    # Rank 0 owns 4 rows, the last ranks 2: the last ones decide (12 rows on 5 ranks, BAND 4).
+    with pytest.raises(TcaError, match="at least BAND rows"):
+        cprog.run(exe, 5, "sim", ["5", "12", "32", "4"], PLATFORM)
     with pytest.raises(TcaError, match="outside 1..16"):
         cg.run(PLATFORM, [17])
     with pytest.raises(TcaError, match="--nodes 4: platform peach2-testbed-2013 has 2 nodes"):

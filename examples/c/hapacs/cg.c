@@ -312,7 +312,8 @@ int main(int argc, char **argv)
         snprintf(line, sizeof line, "cg: %s", bad);
         hp_usage_error(rank, line);
     }
-    if (nprocs > 1 && rows_before(1, nprocs, s.n) < s.band)
+    /* The last ranks own the fewest rows. */
+    if (nprocs > 1 && rows_before(nprocs, nprocs, s.n) - rows_before(nprocs - 1, nprocs, s.n) < s.band)
         hp_usage_error(rank, "cg: every rank needs at least BAND rows (the halo reaches the next rank only)");
 
     struct part P;
