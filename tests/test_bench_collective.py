@@ -321,3 +321,14 @@ def test_shm_mpi_half_verifies_with_both_mpis():
     )
     for mpi in ("Open MPI", "MPICH"):
         assert values(rows, f"MPI ({mpi}) allgather (2 nodes)").keys() == {8, 4096}
+
+
+def test_shm_barrier_check_holds_under_open_mpi():
+    """The barrier's check compares when ranks enter and leave on one clock: Open MPI's
+    MPI_Wtime counts from each process's own start, so the check reads the host's monotonic
+    clock (it failed most runs before)."""
+    if shutil.which("mpicc.openmpi") is None:
+        pytest.skip("needs mpicc.openmpi (make mpi), which this machine does not have")
+    for _ in range(3):
+        rows = bench_json("--op", "barrier", "--fabric", "shm", "--nodes", "2,3", "--iterations", "5")
+        assert {r["x"] for r in rows if r["series"] == "MPI (Open MPI) barrier"} == {2, 3}
