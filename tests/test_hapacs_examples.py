@@ -172,6 +172,8 @@ def test_block_stride_gives_the_benchs_exchange_time():
         (3, "block_stride", [], "block_stride: needs an even number of ranks"),
         (4, "stencil2d", ["3", "2"], "stencil2d: PX x PY must equal the number of ranks"),
         (2, "stencil2d", ["2", "1", "30", "8"], "stencil2d: NX / PX must be even"),
+        (3, "stencil2d", ["3", "1", "6", "3", "0"], "stencil2d: ITERATIONS must be at least 1"),
+        (4, "stencil2d", ["4", "1", "64"], "usage: stencil2d [PX PY [NX NY [ITERATIONS]]]: PX and PY"),
         (2, "gpu_pingpong", ["4"], "usage: gpu_pingpong"),
     ],
 )

@@ -59,6 +59,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     CUDA_SAFE_CALL(cudaSetDevice(0));
     TCA_SAFE_CALL(tcaInit());
+    if (argc != 1 && argc != 3 && argc != 5 && argc != 6)
+        hp_usage_error(rank, "usage: stencil2d [PX PY [NX NY [ITERATIONS]]]: PX and PY together, "
+                             "NX and NY together");
     int dims[2] = {0, 0};
     MPI_Dims_create(nprocs, 2, dims);
     int px = argc > 2 ? atoi(argv[1]) : dims[0], py = argc > 2 ? atoi(argv[2]) : dims[1];
@@ -66,9 +69,11 @@ int main(int argc, char **argv)
     int iters = argc > 5 ? atoi(argv[5]) : 100;
     if (px < 1 || py < 1 || px * py != nprocs)
         hp_usage_error(rank, "stencil2d: PX x PY must equal the number of ranks");
-    if (nx < px || ny < py || nx % px || ny % py || iters < 1)
+    if (nx < px || ny < py || nx % px || ny % py)
         hp_usage_error(rank, "usage: stencil2d [PX PY [NX NY [ITERATIONS]]]: PX must divide NX "
                              "and PY divide NY");
+    if (iters < 1)
+        hp_usage_error(rank, "stencil2d: ITERATIONS must be at least 1");
     /* PEACH2 DMA needs source and destination to share their low 4 address bits (SYSTEMS.md
      * §1): with an even block width every row starts 16-byte aligned relative to the block. */
     if ((nx / px) % 2)
