@@ -175,6 +175,7 @@ def test_block_stride_gives_the_benchs_exchange_time():
         (3, "stencil2d", ["3", "1", "6", "3", "0"], "stencil2d: ITERATIONS must be at least 1"),
         (4, "stencil2d", ["4", "1", "64"], "usage: stencil2d [PX PY [NX NY [ITERATIONS]]]: PX and PY"),
         (2, "gpu_pingpong", ["4"], "usage: gpu_pingpong"),
+        (2, "qcd_halo", ["2", "1", "5", ","], "usage: qcd_halo"),
     ],
 )
 def test_bad_arguments_give_one_line_and_status_2(ranks, name, args, message):

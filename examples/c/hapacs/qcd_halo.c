@@ -157,6 +157,9 @@ int main(int argc, char **argv)
         else if (rma_backend_parse(tok, &b) == 0) use[b] = 1;
         else hp_usage_error(rank, usage);
     }
+    int methods = 0;
+    for (int m = 0; m < METHODS; m++) methods += use[m];
+    if (methods == 0) hp_usage_error(rank, usage);
 
     struct layout l = plan(px, py, rank);
     char *dev, *host = malloc(l.total);
