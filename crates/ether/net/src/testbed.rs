@@ -9,6 +9,7 @@
 //! the next testbed is created.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::cmd::{ip, tc};
 use crate::{MacAddr, NetError};
@@ -265,6 +266,9 @@ impl Testbed {
             }
             ip(&["-n", ns, "link", "set", &ifname, "up"])?;
         }
+        for ns in [a, b] {
+            wait_until_carrying(ns, &ifname)?;
+        }
         Ok(VethPair {
             a: Port { netns: a.to_string(), ifname: ifname.clone(), mac: mac_a },
             b: Port { netns: b.to_string(), ifname, mac: mac_b },
@@ -293,6 +297,24 @@ impl Drop for Testbed {
         if let Err(e) = self.remove_all() {
             eprintln!("testbed cleanup: {e}");
         }
+    }
+}
+
+/// Waits (at most 2 s) until `ifname` in namespace `ns` is up and carries frames. The kernel's
+/// link watch attaches a device's queueing discipline some time after `up` (up to a second when
+/// it is busy), and the `noop` one before it drops every frame sent: a test's first frame was
+/// lost so.
+fn wait_until_carrying(ns: &str, ifname: &str) -> Result<(), NetError> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let line = ip(&["-n", ns, "-o", "link", "show", "dev", ifname])?;
+        if line.contains(" state UP ") && !line.contains(" qdisc noop ") {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(NetError::Invalid(format!("{ifname} in {ns} was not up 2 s after it was set up: {line}")));
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
