@@ -20,6 +20,9 @@
  *   abort-in-coll   the same, rank 0 in tcaCollAllgather
  *   unfinalized     both ranks return from main without tcaFinalize
  *   mpi-unfinalized rank 1 returns from main without MPI_Finalize
+ *   mpi-gone        the same, while rank 0 waits for it in MPI_Barrier
+ *   exit-unfinalized rank 1 sends rank 0 an int and calls exit(5) without MPI_Finalize; rank 0
+ *                   receives it, then waits for rank 1 in MPI_Barrier
  *   segv            rank 1 dereferences NULL while rank 0 waits for a TCA notification
  *   gpus            prints the GPU count cudaGetDeviceCount gave before MPI_Init
  *   reinit          tcaInit after tcaFinalize: the rank stays out of the job (as on shm)
@@ -122,6 +125,19 @@ int main(int argc, char** argv)
     CHECK(tcaFinalize());
     if (me == 0) MPI_Finalize();
     return 0;
+  }
+  if (strcmp(what, "mpi-gone") == 0) {
+    if (me == 1) return 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (strcmp(what, "exit-unfinalized") == 0) {
+    int x = 1;
+    if (me == 1) {
+      MPI_Send(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+      exit(5);
+    }
+    MPI_Recv(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
   }
   if (strcmp(what, "segv") == 0) {
     /* Rank 1 crashes (all ranks are actors of one process) while rank 0 waits for it. */

@@ -419,10 +419,24 @@ def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):
     assert "rank 1 has ended (returned from main or called exit) without tcaFinalize" in out.stderr
 
 
-def test_a_rank_that_ends_without_mpi_finalize_fails_the_run(program):
-    out = run(program, "mpi-unfinalized")
+@pytest.mark.parametrize("mode", ["mpi-unfinalized", "mpi-gone"])
+def test_a_rank_that_ends_without_mpi_finalize_fails_the_run(program, mode):
+    # Also while a peer waits for it in MPI (that was a deadlock in MPI, status 3).
+    out = run(program, mode)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "tca: rank 1 ended without MPI_Finalize at" in out.stderr, out.stderr
+    assert "deadlock" not in out.stderr, out.stderr
+
+
+def test_a_rank_that_exits_without_mpi_finalize_ends_the_run_with_its_status(program, tmp_path):
+    # Its peer then receives what it sent (SMPI aborted on a message from an actor that is gone,
+    # blaming rank 0), and the files are written.
+    stats = tmp_path / "s.json"
+    out = run(program, "exit-unfinalized", tca_options=("--stats-json", str(stats)))
+    assert out.returncode == 5, out.stdout + out.stderr
+    assert "tca: rank 1 exited with status 5 at" in out.stderr, out.stderr
+    assert "without MPI_Finalize" in out.stderr and "SIGABRT" not in out.stderr, out.stderr
+    assert json.loads(stats.read_text())["ranks"] == 2
 
 
 def test_a_rank_that_crashes_is_named_and_the_files_are_written(program, tmp_path):

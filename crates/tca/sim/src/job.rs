@@ -157,7 +157,8 @@ impl State {
         self.scheduler.settle();
         while !self.scheduler.has_answers() {
             if !self.scheduler.step() {
-                let _report = self.scheduler.deadlock(&|_| "is running");
+                // Every waiting rank's answer carries the report.
+                self.scheduler.deadlock(&|_| "is running");
                 return;
             }
         }

@@ -6,10 +6,12 @@
 // - when the simulation ends, write the TCA job's trace and statistics if its ranks did not
 //   (a rank that returned from main without tcaFinalize), and if a rank called MPI_Abort, say
 //   so and end with its error code (smpirun itself exits 0 then too);
-// - a rank that calls exit with a status other than 0 ends the run with that status, as under
-//   mpirun, once the simulation ends or the others deadlock waiting for it;
+// - a rank that calls exit with a status other than 0 after MPI_Finalize ends the run with that
+//   status, as under mpirun, once the simulation ends or the others deadlock waiting for it;
 // - a rank that ends (returns from main, or calls exit) without MPI_Finalize after MPI_Init
-//   fails the run, as under mpirun (smpirun only says that the instance stalls);
+//   ends the run at once, as mpirun does, with its exit status or else 1: its peers may still
+//   talk to it, and SMPI aborts on a message from an actor that is gone (smpirun alone only
+//   says that the instance stalls);
 // - when an actor ends, tell libtca, whose deadlock report then says that a rank which never
 //   called tcaFinalize has returned from main;
 // - a rank that SimGrid kills inside libtca (MPI_Abort kills every rank) returns through
@@ -47,18 +49,33 @@ Ending first_abort, first_failure;
 
 // The MPI rank of each actor that initialised MPI (an exit after MPI_Finalize has no rank).
 std::map<long, int> rank_of_actor;
-// The actors that called MPI_Finalize, and the first rank that ended without it.
+// The actors that called MPI_Finalize.
 std::set<long> finalized_actors;
-Ending first_unfinalized;
 
-// An actor ended: if it initialised MPI and never finalized it (and no MPI_Abort killed it),
-// it is the first such rank.
-void note_end(long pid)
+// The rank of actor `pid` if it initialised MPI, never finalized it, and no MPI_Abort is
+// ending the run; -1 otherwise.
+int unfinalized_rank(long pid)
 {
   auto rank = rank_of_actor.find(pid);
-  if (rank != rank_of_actor.end() && finalized_actors.count(pid) == 0 && !first_abort.called &&
-      !first_unfinalized.called)
-    first_unfinalized = {true, rank->second, 0, simgrid_get_clock()};
+  if (rank == rank_of_actor.end() || finalized_actors.count(pid) != 0 || first_abort.called)
+    return -1;
+  return rank->second;
+}
+
+// Ends the run now for a rank that leaves without MPI_Finalize: says so, writes the TCA job's
+// trace and statistics, and exits with the rank's status (its low 8 bits), or 1 for 0.
+[[noreturn]] void end_for_unfinalized(int rank, int status)
+{
+  double at = simgrid_get_clock() * 1e6;
+  if ((status & 0xff) != 0)
+    std::fprintf(stderr, "tca: rank %d exited with status %d at %.3f us without MPI_Finalize\n", rank,
+                 status & 0xff, at);
+  else
+    std::fprintf(stderr, "tca: rank %d ended without MPI_Finalize at %.3f us (as under mpirun, the run fails)\n",
+                 rank, at);
+  tca_smpi_simulation_end();
+  std::fflush(nullptr);
+  std::_Exit((status & 0xff) != 0 ? status & 0xff : 1);
 }
 
 void note_rank()
@@ -91,8 +108,10 @@ struct Hooks {
       std::_Exit(deadlock_status);
     });
     simgrid::s4u::Actor::on_termination_cb([](const simgrid::s4u::Actor& actor) {
-      note_end(static_cast<long>(actor.get_pid()));
       tca_smpi_actor_ended(static_cast<long>(actor.get_pid()));
+      int rank = unfinalized_rank(static_cast<long>(actor.get_pid()));
+      if (rank >= 0)
+        end_for_unfinalized(rank, 0);
     });
     simgrid::s4u::Engine::on_simulation_end_cb([] {
       tca_smpi_simulation_end();
@@ -105,12 +124,6 @@ struct Hooks {
         std::_Exit(first_abort.code > 0 && first_abort.code < 256 ? first_abort.code : 1);
       }
       end_with_a_failed_rank();
-      if (first_unfinalized.called) {
-        std::fprintf(stderr, "tca: rank %d ended without MPI_Finalize at %.3f us (as under mpirun, the run fails)\n",
-                     first_unfinalized.rank, first_unfinalized.at * 1e6);
-        std::fflush(nullptr);
-        std::_Exit(1);
-      }
     });
   }
 } hooks;
@@ -140,10 +153,15 @@ extern "C" int MPI_Abort(MPI_Comm comm, int code)
 }
 
 // exit of a program built by `tca cc` (SMPI's smpi_helpers.h turns exit into smpi_exit), in
-// front of SMPI's: a status other than 0 is noted, then SMPI ends the rank.
+// front of SMPI's: without MPI_Finalize the run ends now; after it, a status other than 0 is
+// noted, then SMPI ends the rank.
 extern "C" [[noreturn]] void smpi_exit(int status)
 {
-  auto rank = rank_of_actor.find(simgrid::s4u::this_actor::get_pid());
+  long pid = simgrid::s4u::this_actor::get_pid();
+  int unfinalized = unfinalized_rank(pid);
+  if (unfinalized >= 0)
+    end_for_unfinalized(unfinalized, status);
+  auto rank = rank_of_actor.find(pid);
   if ((status & 0xff) != 0 && rank != rank_of_actor.end() && !first_failure.called)
     first_failure = {true, rank->second, status, simgrid_get_clock()};
   static auto* const smpis = reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "smpi_exit"));
