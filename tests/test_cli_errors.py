@@ -1,6 +1,7 @@
 """Bad input gets one line naming the problem and exit status 2: no traceback, no panic."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -222,3 +223,31 @@ def test_example_with_a_non_numeric_size_under_the_simulator():
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines()[0] == "pingpong.py: error: SIZE: 'abc' is not a number followed by a unit"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--fabric", "sim", "--platform", "", "/bin/true"], "unknown platform ''"),
+        (["--fabric", "sim", "--trace", "", "/bin/true"], "--trace: empty file name"),
+        (["--fabric", "sim", "--trace", "x.json", "--stats-json", "./x.json", "/bin/true"], "name the same file"),
+        ([""], "the program's name is empty"),
+    ],
+    ids=["empty-platform", "empty-trace", "one-file-twice", "empty-program"],
+)
+def test_run_refuses_empty_names_and_one_file_for_two_outputs(tca, args, message):
+    proc = tca("run", "-n", "2", *args, check=False)
+    assert_one_line_error(proc, message)
+
+
+@pytest.mark.parametrize("library", [b"libmpi.so.40", b"libmpich.so.12"], ids=["openmpi", "mpich"])
+def test_an_mpi_program_on_the_path_is_sent_to_mpirun(tca, tmp_path, library):
+    # Only the refusal is checked: an ELF header and the library's name in the file.
+    prog = tmp_path / "mpi_prog"
+    prog.write_bytes(b"\x7fELF" + b"\0" * 60 + library + b"\0")
+    prog.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tca", "run", "-n", "2", "mpi_prog"], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert_one_line_error(proc, "mpi_prog is an MPI program: start it with mpirun")

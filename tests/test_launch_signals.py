@@ -146,3 +146,64 @@ def test_how_a_process_ended_in_words():
     assert launch.how(-9) == "was killed by SIGKILL (status 137)"
     assert launch.how(3) == "exited with status 3"
     assert launch.how(-64).startswith("was killed by")
+
+
+def running_with(marker: str) -> list[int]:
+    """Processes whose command line holds `marker` (zombies excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The arguments are separated by NUL bytes there.
+            if marker in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return [pid for pid in found if alive(pid)]
+
+
+def test_stopping_a_job_stops_what_its_ranks_started(tmp_path):
+    # Each rank is a shell that waits for a child of its own; the timeout must end both.
+    marker = f"{time.time_ns() % 10**6 + 40}.{os.getpid()}"
+    script = tmp_path / "wrap.sh"
+    script.write_text(f"#!/bin/sh\nsleep {marker}\n")
+    script.chmod(0o755)
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "tca", "run", "-n", "2", "--timeout", "2", str(script)], cwd=ROOT)
+        deadline = time.monotonic() + 30
+        while len(running_with(f"sleep {marker}")) < 2:
+            assert time.monotonic() < deadline, "the ranks did not start"
+            time.sleep(0.02)
+        assert p.wait(30) == 124
+        deadline = time.monotonic() + 5
+        while running_with(f"sleep {marker}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not running_with(f"sleep {marker}"), "the ranks' children outlived the job"
+    finally:
+        p.kill()
+        p.wait()
+        for pid in running_with(f"sleep {marker}"):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_ranks_end_when_the_launcher_is_killed():
+    # SIGKILL cannot be forwarded: the ranks get SIGTERM from the kernel (PR_SET_PDEATHSIG).
+    marker = f"{time.time_ns() % 10**6 + 40}.{os.getpid() + 1}"
+    launcher = subprocess.Popen([sys.executable, "-m", "tca", "run", "-n", "2", "sleep", marker], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while len(running_with(f"sleep {marker}")) < 2:
+            assert time.monotonic() < deadline, "the ranks did not start"
+            time.sleep(0.02)
+        launcher.kill()
+        launcher.wait()
+        deadline = time.monotonic() + 5
+        while running_with(f"sleep {marker}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not running_with(f"sleep {marker}"), "the ranks outlived their launcher"
+    finally:
+        launcher.kill()
+        launcher.wait()
+        for pid in running_with(f"sleep {marker}"):
+            os.kill(pid, signal.SIGKILL)

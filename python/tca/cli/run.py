@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tca import TcaError
 from tca.common.outfile import writable_file
 from tca.peach import launch
 
@@ -66,6 +67,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         writable_file(args.trace, "--trace", (".json",))
     if args.stats_json is not None:
         writable_file(args.stats_json, "--stats-json", (".json",))
+        if args.trace is not None and Path(args.trace).resolve() == Path(args.stats_json).resolve():
+            raise TcaError(f"--trace and --stats-json name the same file ({args.trace}): give two")
     given = (
         args.compute is not None
         or args.no_gdr

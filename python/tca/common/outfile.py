@@ -11,6 +11,8 @@ from tca import TcaError
 def writable_file(path: str | Path, option: str, suffixes: tuple[str, ...]) -> Path:
     """``path`` if a file with one of ``suffixes`` can be created there: not a directory, in an
     existing directory; otherwise a one-line TcaError naming ``option``."""
+    if str(path) == "":
+        raise TcaError(f"{option}: empty file name (give a file such as out{suffixes[0]})")
     p = Path(path)
     if p.is_dir():
         raise TcaError(f"{option} {path}: is a directory (give a file such as {p / ('out' + suffixes[0])})")

@@ -39,6 +39,7 @@ GRACE_S = 2.0
 # million spans takes seconds).
 SIM_GRACE_S = 10.0
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def default_signals() -> None:
@@ -115,13 +116,15 @@ def run(
         raise TcaError(f"-n {nranks}: a TCA sub-cluster has 1 to {MAX_RANKS} nodes")
     if not program:
         raise TcaError("no program given (usage: tca run -n N PROGRAM [ARGS...])")
+    if not program[0]:
+        raise TcaError("the program's name is empty (usage: tca run -n N PROGRAM [ARGS...])")
     check_timeout(timeout_s)
     if fabric == "sim":
         if bind != "none":
             raise TcaError(
                 f"--bind-to {bind} applies to --fabric shm only: the simulator's ranks share one process"
             )
-        return run_simulated(nranks, program, platform or "peach2-testbed-2013", timeout_s, sim)
+        return run_simulated(nranks, program, "peach2-testbed-2013" if platform is None else platform, timeout_s, sim)
     if fabric != "shm":
         raise TcaError(f"--fabric {fabric}: expected shm or sim")
     if platform is not None or sim is not None:
@@ -130,13 +133,14 @@ def run(
         )
     if bind not in ("none", "core"):
         raise TcaError(f"--bind-to {bind}: expected none or core")
-    if os.path.isfile(program[0]) and os.access(program[0], os.R_OK):
-        if links_simgrid(program[0]):
+    exe = on_path(program[0])
+    if os.path.isfile(exe) and os.access(exe, os.R_OK):
+        if links_simgrid(exe):
             raise TcaError(
                 f"{program[0]} was built with `tca cc` for the simulator: run it with --fabric sim "
                 "--platform P, or build it with mpicc for the shm fabric"
             )
-        if nranks > 1 and links(program[0], b"libmpi.so"):
+        if nranks > 1 and (links(exe, b"libmpi.so") or links(exe, b"libmpich.so")):
             # Each process would be a one-rank MPI job of its own, while tcaInit joins them.
             raise TcaError(
                 f"{program[0]} is an MPI program: start it with mpirun (mpirun -n {nranks} "
@@ -154,6 +158,12 @@ def run(
         finally:
             ranks.stop()
             cleanup(job)
+
+
+def on_path(name: str) -> str:
+    """Where a program runs from: a bare name is found on the PATH, as a shell and mpirun find
+    it (the name itself when it is not there)."""
+    return name if "/" in name else shutil.which(name) or name
 
 
 def with_interpreter(program: list[str]) -> list[str]:
@@ -196,9 +206,7 @@ def run_smpi(
 
     from tca.peach import platforms, smpi_platform
 
-    if "/" not in program[0]:
-        # As a shell, and mpirun, find a bare name: on the PATH.
-        program = [shutil.which(program[0]) or program[0], *program[1:]]
+    program = [on_path(program[0]), *program[1:]]
     if not links_simgrid(program[0]):
         raise TcaError(
             f"{program[0]} was not built with `tca cc` (it does not link SimGrid); "
@@ -210,7 +218,11 @@ def run_smpi(
     if "--" in program[1:]:
         raise TcaError("a program on the simulator cannot get the argument `--`: SimGrid drops it")
     path = platforms.resolve(platform)
-    with tempfile.TemporaryDirectory(prefix="tca-smpi-") as work:
+    outputs = [f for f in (opts.trace, opts.stats_json) if f is not None]
+    for f in outputs:
+        # A file of an earlier run must not pass for this run's when this one writes none.
+        Path(f).unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tca-smpi-", dir=smpi_tmpdir()) as work:
         setup = smpi_platform.prepare(path, nranks, Path(work), compute=opts.compute, gdr=opts.gdr)
         env = dict(os.environ, **setup.env, TCA_FABRIC="smpi", TCA_PLATFORM=str(path))
         for var in ("TCA_RANK", "TCA_SIZE", "TCA_JOB_ID", "TCA_TRACE", "TCA_SIM_STATS"):
@@ -221,7 +233,8 @@ def run_smpi(
             env["TCA_SIM_STATS"] = "1"
         if opts.stats_json is not None:
             env["TCA_SIM_STATS"] = str(Path(opts.stats_json).resolve())
-        exe = str(Path(program[0]).resolve()) if "/" in program[0] else program[0]
+        # A bare name not on the PATH is in this directory, as mpirun finds it.
+        exe = str(Path(program[0]).resolve())
         # Stopped, the simulation writes its trace and statistics before it ends.
         with Job(SIM_GRACE_S) as job:
             try:
@@ -231,9 +244,31 @@ def run_smpi(
                     None,
                     "the simulation (SimGrid's smpimain)",
                 )
-                return job.wait(timeout_s)
+                status = job.wait(timeout_s)
             finally:
                 job.stop()
+    for f in outputs:
+        if not Path(f).exists():
+            print(
+                f"tca run: {f} was not written: no rank joined the TCA job (tcaInit), or the run "
+                "ended before it could be written",
+                file=sys.stderr,
+                flush=True,
+            )
+    return status
+
+
+def smpi_tmpdir() -> str:
+    """Where the simulation's files go: the usual temporary directory, unless its path has
+    white space, which SimGrid's --cfg options cannot carry; then /tmp."""
+    import tempfile
+
+    usual = tempfile.gettempdir()
+    if not any(c.isspace() for c in usual):
+        return usual
+    if os.path.isdir("/tmp") and os.access("/tmp", os.W_OK | os.X_OK):
+        return "/tmp"
+    raise TcaError(f"the temporary directory {usual!r} has white space, which SimGrid cannot take: set TMPDIR")
 
 
 def run_simulated(
@@ -261,9 +296,49 @@ def run_simulated(
             job.stop()
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (the state first), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def descendants(pids: list[int]) -> list[tuple[int, str]]:
+    """The processes below ``pids`` (their children, the children's children, ...), from
+    ``/proc``, each with its start time, which tells it from a later process of the same id."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            children.setdefault(int(fields[1]), []).append((int(entry.name), fields[19]))
+    found, todo = [], list(pids)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child[0])
+    return found
+
+
+def still_running(procs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Those of ``procs`` that run (not ended, not a zombie, not another process since)."""
+    return [(pid, start) for pid, start in procs if (f := _stat(pid)) is not None and f[0] != "Z" and f[19] == start]
+
+
+def signal_pids(procs: list[tuple[int, str]], signum: int) -> None:
+    for pid, _ in still_running(procs):
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 class Job:
     """The processes of one job, reaped as soon as each ends (so that peers see a dead rank at
     once, not a zombie, and the launcher knows which rank failed first).
+
+    Stopping the job stops what its processes started too (a rank that is a script, say), as
+    mpirun does; and a process gets SIGTERM when the launcher dies, even by SIGKILL (a CI
+    runner's timeout, the OOM killer), so that nothing of the job runs on unseen.
 
     As a context manager it forwards SIGTERM, SIGINT and SIGHUP to the processes while it is
     open: the first such signal also ends :meth:`wait`, which then gives the processes the grace
@@ -308,8 +383,20 @@ class Job:
     def start(self, command: list[str], env: dict[str, str], preexec, name: str | None = None) -> None:
         """Starts one process; ``name`` is how messages call it (default: rank N)."""
         self.names.append(name or f"rank {len(self.procs)}")
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        launcher = os.getpid()
+
+        def in_child() -> None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != launcher:  # the launcher died before the call
+                os._exit(128 + signal.SIGTERM)
+            if preexec is not None:
+                preexec()
+
         try:
-            p = subprocess.Popen(command, env=env, preexec_fn=preexec)
+            p = subprocess.Popen(command, env=env, preexec_fn=in_child)
         except OSError as e:
             raise TcaError(f"cannot start {command[0]}: {e.strerror}") from e
         self.procs.append(p)
@@ -376,9 +463,12 @@ class Job:
         """SIGTERM to every running process (unless a forwarded signal already went), SIGKILL
         to those still running after the grace period."""
         live = [p for p in self.procs if p.poll() is None]
+        # Found before the processes end: then their children would have another parent.
+        below = descendants([p.pid for p in live]) if live else []
         if not already_signalled:
             for p in live:
                 self._signal(p, signal.SIGTERM)
+        signal_pids(below, signal.SIGTERM)
         deadline = time.monotonic() + self.grace_s
         for p in live:
             try:
@@ -386,3 +476,6 @@ class Job:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        while still_running(below) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        signal_pids(below, signal.SIGKILL)

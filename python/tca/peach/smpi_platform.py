@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -276,9 +275,10 @@ def prepare(
         CONFIG_ENV: str(conf.resolve()),
         MODEL_HOST_ENV: host_name(loaded.nodes),
         # As smpirun sets them: SMPI's copies of the program for privatization are in its
-        # tmpdir, and programs may read the job's size before MPI_Init.
+        # tmpdir (the work directory, smpimain_command), and programs may read the job's size
+        # before MPI_Init.
         "SMPI_GLOBAL_SIZE": str(ranks),
-        "LD_LIBRARY_PATH": ":".join(filter(None, [tempfile.gettempdir(), os.environ.get("LD_LIBRARY_PATH")])),
+        "LD_LIBRARY_PATH": ":".join(filter(None, [str(workdir.resolve()), os.environ.get("LD_LIBRARY_PATH")])),
     }
     return SmpiSetup(xml, hostfile, smpi_cfg(path, compute, speed), env)
 
@@ -315,7 +315,9 @@ def smpimain_command(setup: SmpiSetup, program: list[str], quiet: bool = True) -
         f"--cfg=smpi/np:{ranks}",
         f"--cfg=smpi/hostfile:{setup.hostfile}",
         "--cfg=surf/precision:1e-9",
-        f"--cfg=smpi/tmpdir:{tempfile.gettempdir()}",
+        # SMPI copies the program there, one copy per rank, and puts it first on the rank's
+        # library path: the run's own directory, not a shared one.
+        f"--cfg=smpi/tmpdir:{setup.hostfile.parent}",
         *(f"--cfg={c}" for c in setup.cfg),
         "--log=xbt_cfg.thresh:warning",
         *(["--log=smpi_coll.thresh:warning"] if quiet else []),
