@@ -614,7 +614,10 @@ tcaresult tcaBarrier(void);
  * Large payloads register chains on the DMA channels TCA_COLL_CHANNELS names (environment,
  * "0,1,2,3" by default; every rank the same): a chain of the program registered on one of them
  * must be registered again after such a call (tcaStartDMADesc answers TCA_ERROR_CHANNEL_TAKEN
- * until then). Notification slots 62 and 63 are the library's.
+ * until then). Notification slots 60 to 63 are the library's (62 and 63 for DMA collectives, 61
+ * for blocks of device buffers, 60 for node-local copies into device buffers): a notification of
+ * the program on one of them that is still pending when a collective runs may be taken for the
+ * library's, and the collective then reads its data too early.
  * Algorithms, thresholds and measured times: docs/collectives.md. */
 
 /* Returns when every rank has called it (dissemination barrier over PIO). */
