@@ -216,3 +216,15 @@ def test_polls_and_receives_cost_what_arrived(tmp_path):
     for how in ("wait", "waitall", "sendrecv", "persistent"):
         assert times[f"gpu-{how}"] == pytest.approx(blocking, abs=0.05), (how, times)
     assert blocking <= times["gpu-test"] < blocking + 0.2, times
+
+
+@needs_smpi
+def test_testany_reports_every_persistent_request(tmp_path):
+    """SMPI 3.32's MPI_Testany never reports a started persistent send that completed while
+    another request did, then answers MPI_UNDEFINED: a loop until all are done never ends.
+    The wrapper asks each request then."""
+    exe = compile_program(HERE / "mpi_testany.c", tmp_path)
+    out = run(prepare("ha-pacs-tca", 2, tmp_path / "run"), [str(exe)]).stdout
+    completions, polls = out.split()[1], int(out.split()[3])
+    assert completions == "2" and polls < 100, out
+    assert out.split()[-1] == "undefined", out

@@ -539,6 +539,22 @@ int tca_smpi_Testany(int count, MPI_Request* requests, int* index, int* flag, MP
   MPI_Status local;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
   int rc         = PMPI_Testany(count, requests, index, flag, st);
+  if (rc == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED) {
+    /* SMPI 3.32's Testany can answer "no active request" while a started persistent request
+     * has completed but was never reported (a polling loop then never ends): ask each. */
+    int active = 0;
+    for (int i = 0; i < count && *index == MPI_UNDEFINED; i++) {
+      int done = MPI_UNDEFINED, which;
+      rc = PMPI_Testsome(1, &requests[i], &done, &which, st);
+      if (rc != MPI_SUCCESS)
+        break;
+      if (done == 1)
+        *index = i;
+      active |= done == 0;
+    }
+    if (*index == MPI_UNDEFINED && active)
+      *flag = 0;
+  }
   if (copy != NULL && *flag && *index != MPI_UNDEFINED)
     completed(copy[*index], st);
   free(copy);
