@@ -6,8 +6,8 @@
 //! without joining the job.
 
 use crate::errors::{
-    api, CudaError, INVALID_VALUE, PEER_ACCESS_ALREADY_ENABLED, PEER_ACCESS_NOT_ENABLED, PEER_ACCESS_UNSUPPORTED,
-    SUCCESS,
+    api, CudaError, INVALID_DEVICE, INVALID_VALUE, PEER_ACCESS_ALREADY_ENABLED, PEER_ACCESS_NOT_ENABLED,
+    PEER_ACCESS_UNSUPPORTED, SUCCESS,
 };
 use crate::memory::with_libtca;
 use std::collections::BTreeSet;
@@ -61,6 +61,10 @@ fn current_and_access(peer: c_int) -> Result<c_int, CudaError> {
     let code = with_libtca(|t| unsafe { (t.get_device)(&mut device) });
     if code != SUCCESS {
         return Err(code);
+    }
+    if peer == device {
+        // As CUDA: a device is not its own peer.
+        return Err(INVALID_DEVICE);
     }
     // SAFETY: as above.
     let code = with_libtca(|t| unsafe { (t.can_access_peer)(&mut can, device, peer) });

@@ -48,6 +48,8 @@ fn rank_program(me: u32) -> Vec<u8> {
         ok(cudaDeviceEnablePeerAccess(other, 0));
         assert_eq!(cudaDeviceEnablePeerAccess(other, 0), PEER_ACCESS_ALREADY_ENABLED);
         assert_eq!(cudaDeviceEnablePeerAccess(2, 0), PEER_ACCESS_UNSUPPORTED);
+        assert_eq!(cudaDeviceEnablePeerAccess(me as c_int, 0), INVALID_DEVICE, "a device is not its own peer");
+        assert_eq!(cudaDeviceDisablePeerAccess(me as c_int), INVALID_DEVICE);
         ok(cudaDeviceDisablePeerAccess(other));
         assert_eq!(cudaDeviceDisablePeerAccess(other), PEER_ACCESS_NOT_ENABLED);
 
