@@ -230,7 +230,10 @@ def test_example_with_a_non_numeric_size_under_the_simulator():
     [
         (["--fabric", "sim", "--platform", "", "/bin/true"], "unknown platform ''"),
         (["--fabric", "sim", "--trace", "", "/bin/true"], "--trace: empty file name"),
-        (["--fabric", "sim", "--trace", "x.json", "--stats-json", "./x.json", "/bin/true"], "name the same file"),
+        (
+            ["--fabric", "sim", "--trace", "x.json", "--stats-json", "./x.json", "/bin/true"],
+            "name the same file",
+        ),
         ([""], "the program's name is empty"),
     ],
     ids=["empty-platform", "empty-trace", "one-file-twice", "empty-program"],
@@ -248,6 +251,10 @@ def test_an_mpi_program_on_the_path_is_sent_to_mpirun(tca, tmp_path, library):
     prog.chmod(0o755)
     env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
     proc = subprocess.run(
-        [sys.executable, "-m", "tca", "run", "-n", "2", "mpi_prog"], capture_output=True, text=True, env=env, cwd=ROOT
+        [sys.executable, "-m", "tca", "run", "-n", "2", "mpi_prog"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     assert_one_line_error(proc, "mpi_prog is an MPI program: start it with mpirun")

@@ -170,7 +170,9 @@ def test_stopping_a_job_stops_what_its_ranks_started(tmp_path):
     script.write_text(f"#!/bin/sh\nsleep {marker}\n")
     script.chmod(0o755)
     try:
-        p = subprocess.Popen([sys.executable, "-m", "tca", "run", "-n", "2", "--timeout", "2", str(script)], cwd=ROOT)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "tca", "run", "-n", "2", "--timeout", "2", str(script)], cwd=ROOT
+        )
         deadline = time.monotonic() + 30
         while len(running_with(f"sleep {marker}")) < 2:
             assert time.monotonic() < deadline, "the ranks did not start"

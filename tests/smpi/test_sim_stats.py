@@ -79,12 +79,16 @@ def test_files_of_an_earlier_run_never_pass_for_this_one(tmp_path):
     # A run whose ranks never join the TCA job writes no statistics: the old file goes, and the
     # run says so.
     source, exe = tmp_path / "mpi_only.c", tmp_path / "mpi_only"
-    source.write_text("#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n")
+    source.write_text(
+        "#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n"
+    )
     subprocess.run([sys.executable, "-m", "tca", "cc", str(source), "-o", str(exe)], check=True, cwd=ROOT)
     stats = tmp_path / "stats.json"
     stats.write_text('{"from": "an earlier run"}')
     cmd = [sys.executable, "-m", "tca", "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca"]
-    out = subprocess.run([*cmd, "--stats-json", str(stats), str(exe)], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [*cmd, "--stats-json", str(stats), str(exe)], capture_output=True, text=True, cwd=ROOT
+    )
     assert out.returncode == 0, out.stderr
     assert not stats.exists()
     assert f"tca run: {stats} was not written: no rank joined the TCA job" in out.stderr
@@ -95,7 +99,9 @@ def test_a_temporary_directory_with_a_space_is_no_obstacle(tmp_path):
     spaced.mkdir()
     env = dict(os.environ, TMPDIR=str(spaced))
     cmd = [sys.executable, "-m", "tca", "run", "-n", "2", "--fabric", "sim", "--platform", "ha-pacs-tca"]
-    out = subprocess.run([*cmd, str(ALLGATHER), "64K", "1"], capture_output=True, text=True, cwd=ROOT, env=env)
+    out = subprocess.run(
+        [*cmd, str(ALLGATHER), "64K", "1"], capture_output=True, text=True, cwd=ROOT, env=env
+    )
     assert out.returncode == 0, out.stderr
     assert "all 2 blocks of 13 sizes verified" in out.stdout
     assert not list(spaced.iterdir())

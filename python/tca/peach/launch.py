@@ -124,7 +124,9 @@ def run(
             raise TcaError(
                 f"--bind-to {bind} applies to --fabric shm only: the simulator's ranks share one process"
             )
-        return run_simulated(nranks, program, "peach2-testbed-2013" if platform is None else platform, timeout_s, sim)
+        return run_simulated(
+            nranks, program, "peach2-testbed-2013" if platform is None else platform, timeout_s, sim
+        )
     if fabric != "shm":
         raise TcaError(f"--fabric {fabric}: expected shm or sim")
     if platform is not None or sim is not None:
@@ -268,7 +270,9 @@ def smpi_tmpdir() -> str:
         return usual
     if os.path.isdir("/tmp") and os.access("/tmp", os.W_OK | os.X_OK):
         return "/tmp"
-    raise TcaError(f"the temporary directory {usual!r} has white space, which SimGrid cannot take: set TMPDIR")
+    raise TcaError(
+        f"the temporary directory {usual!r} has white space, which SimGrid cannot take: set TMPDIR"
+    )
 
 
 def run_simulated(
@@ -321,7 +325,11 @@ def descendants(pids: list[int]) -> list[tuple[int, str]]:
 
 def still_running(procs: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """Those of ``procs`` that run (not ended, not a zombie, not another process since)."""
-    return [(pid, start) for pid, start in procs if (f := _stat(pid)) is not None and f[0] != "Z" and f[19] == start]
+    return [
+        (pid, start)
+        for pid, start in procs
+        if (f := _stat(pid)) is not None and f[0] != "Z" and f[19] == start
+    ]
 
 
 def signal_pids(procs: list[tuple[int, str]], signum: int) -> None:

@@ -278,7 +278,9 @@ def prepare(
         # tmpdir (the work directory, smpimain_command), and programs may read the job's size
         # before MPI_Init.
         "SMPI_GLOBAL_SIZE": str(ranks),
-        "LD_LIBRARY_PATH": ":".join(filter(None, [str(workdir.resolve()), os.environ.get("LD_LIBRARY_PATH")])),
+        "LD_LIBRARY_PATH": ":".join(
+            filter(None, [str(workdir.resolve()), os.environ.get("LD_LIBRARY_PATH")])
+        ),
     }
     return SmpiSetup(xml, hostfile, smpi_cfg(path, compute, speed), env)
 
