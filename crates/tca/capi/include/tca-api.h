@@ -190,7 +190,8 @@ tcaresult tcaDescSetMode(tcaDesc *desc, int mode);
 /* Registers the chain on DMA channel ch (0..3); the channel keeps a copy. While the channel's
  * previous run is in flight it first waits for that run to end, as tcaWaitDMAC does
  * (TCA_ERROR_TIMEOUT after TCA_TIMEOUT_MS on the shm fabric). TCA_ERROR_INVALID_HANDLE at once
- * for a handle its owner destroyed or freed. */
+ * for a handle its owner destroyed or freed; TCA_ERROR_TOO_LARGE for a chain of more than
+ * 131072 entries (a channel's 4 MiB descriptor table). */
 tcaresult tcaDescSet(tcaDesc *desc, int ch);
 /* Kicks channel ch; tcaWaitDMAC waits until its run is over. While the previous run is in
  * flight (no tcaWaitDMAC since the last start) it first waits for that run to end, as

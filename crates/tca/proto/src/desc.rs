@@ -50,6 +50,11 @@ impl DmaMode {
 /// 16個のDMA request register"): the longest chain register mode can run.
 pub const REGISTER_REQUESTS: usize = 16;
 
+/// The longest chain a channel runs: a 4 MiB table of 32-byte descriptors in host memory per
+/// channel. The seeds give no size for the driver's tables; this one is a choice of this
+/// implementation, the same on every fabric.
+pub const MAX_CHAIN: usize = 131_072;
+
 /// Source and destination must agree in this many low address bits (SYSTEMS.md §1
 /// constraints): 4 bits, i.e. the same offset inside a 16-byte block.
 pub const ALIGNMENT_MASK: u64 = 0xf;
@@ -234,11 +239,15 @@ impl Desc {
     /// Checks that the chain can be set on a channel.
     ///
     /// # Errors
-    /// [`TcaError::InvalidDescriptor`] for a freed or empty chain.
+    /// [`TcaError::InvalidDescriptor`] for a freed or empty chain; [`TcaError::TooLarge`] for
+    /// one of more than [`MAX_CHAIN`] entries.
     pub fn check_runnable(&self) -> TcaResult<()> {
         self.check_live()?;
         if self.entries.is_empty() {
             return Err(TcaError::InvalidDescriptor);
+        }
+        if self.entries.len() > MAX_CHAIN {
+            return Err(TcaError::TooLarge);
         }
         Ok(())
     }
@@ -397,6 +406,18 @@ mod tests {
         assert_eq!(d2(1 << 32, 32, 32, 2), Err(TooLarge));
         assert_eq!(d2(1024, 1024, 1024, 5), Err(OutOfBounds));
         assert_eq!(d2(1024, 1024, 1024, 4), Ok(()));
+    }
+
+    #[test]
+    fn a_chain_longer_than_a_table_is_too_large_to_run() {
+        let (dst, src) = (h(1, 0x10_0000, 4096), h(0, 0x2000, 4096));
+        let mut d = Desc::new();
+        for _ in 0..MAX_CHAIN {
+            d.set_memcpy(&dst, 0, &src, 0, 4, DmaFlags::NONE, 0, 0).unwrap();
+        }
+        assert_eq!(d.check_runnable(), Ok(()));
+        d.set_memcpy(&dst, 0, &src, 0, 4, DmaFlags::NONE, 0, 0).unwrap();
+        assert_eq!(d.check_runnable(), Err(TcaError::TooLarge));
     }
 
     #[test]

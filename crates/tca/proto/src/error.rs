@@ -128,7 +128,7 @@ impl TcaError {
             TcaError::PeerDead => "peer node is dead",
             TcaError::ZeroSize => "size is zero",
             TcaError::InvalidPitch => "pitch is smaller than the width or not a multiple of 4 bytes",
-            TcaError::TooLarge => "transfer too large for one DMA descriptor",
+            TcaError::TooLarge => "too large (a transfer for one descriptor, a chain for its table, a payload, or a time past the simulated clock)",
             TcaError::InvalidNode => "node is not in this sub-cluster",
             TcaError::InvalidFlagCombination => "invalid combination of DMA flags",
             TcaError::ChannelBusy => "DMA channel is busy",

@@ -71,7 +71,7 @@ pub mod wire;
 pub use action::{
     Action, ChannelState, DescriptorSource, Notify, ProxyDone, ProxyRequest, Token, WaitStatus, Write, TOKEN_BYTES,
 };
-pub use desc::{Desc, DescEntry, DmaMode, REGISTER_REQUESTS};
+pub use desc::{Desc, DescEntry, DmaMode, MAX_CHAIN, REGISTER_REQUESTS};
 pub use engine::{Engine, PostedRun, CHANNELS, NOTIFY_SLOTS, PROXY_CHANNEL, PROXY_REQUESTS};
 pub use error::{error_string, result_code, TcaError, TcaResult, TCA_SUCCESS};
 pub use fabric::{Fabric, FabricError, FabricResult, PioRegion};

@@ -34,9 +34,9 @@ const PROXY_DONE_WORDS: u64 = 0x40;
 const INTERRUPT_WORD: u64 = 0x7f0;
 const PROXY_TABLE: u64 = 0x800;
 pub(crate) const RESERVED: u64 = 4096;
-/// Most bytes of one channel's descriptor table (8,192 descriptors of 32 B); less on a node
-/// whose host memory is small (a quarter of it goes to the tables).
-const MAX_TABLE_BYTES: u64 = 256 * 1024;
+/// Most bytes of one channel's descriptor table: [`tca_proto::MAX_CHAIN`] descriptors of 32 B
+/// (4 MiB); less on a node whose host memory is small (a quarter of it goes to the tables).
+const MAX_TABLE_BYTES: u64 = tca_proto::MAX_CHAIN as u64 * 32;
 
 /// Bytes of each channel's descriptor table on `platform`.
 pub(crate) fn table_bytes(host_bytes: u64, channels: u64) -> u64 {

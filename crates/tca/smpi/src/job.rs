@@ -31,6 +31,11 @@ use tca_sim::{Driver, Op, Reply, Scheduler};
 /// SimGrid's clock precision under smpirun (its `surf/precision` of 1e-9 s), in picoseconds.
 const CLOCK_PRECISION_PS: u64 = 1000;
 
+/// The last SimGrid time the TCA model follows: its clock counts picoseconds in 64 bits (about
+/// 213 days), while SimGrid's may go far beyond (a declared computation of 1e9 s). A quarter of
+/// the range leaves room for the hardware's own times after it; a TCA call later fails.
+const LAST_PS: u64 = u64::MAX / 4;
+
 /// The SimGrid semaphores of the job (`sg_sem_t`).
 struct Semaphores {
     model: Opaque,
@@ -117,10 +122,30 @@ impl SmpiJob {
     }
 
     /// SimGrid's clock in picoseconds.
+    /// SimGrid's clock, up to [`LAST_PS`].
     fn clock(&self) -> SimTime {
+        SimTime::from_ps(((self.seconds() * 1e12).round() as u64).min(LAST_PS))
+    }
+
+    fn seconds(&self) -> f64 {
         // SAFETY: reads SimGrid's clock.
-        let s = unsafe { (self.sg.get_clock)() };
-        SimTime::from_ps((s * 1e12).round() as u64)
+        unsafe { (self.sg.get_clock)() }
+    }
+
+    /// A TCA call after [`LAST_PS`] fails (once said on stderr): the model cannot follow.
+    fn refuse_beyond_the_model(&self) -> Result<(), FabricError> {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        let s = self.seconds();
+        if s * 1e12 <= LAST_PS as f64 {
+            return Ok(());
+        }
+        let last = LAST_PS as f64 * 1e-12;
+        let detail = format!(
+            "virtual time {s:e} s is beyond the last the TCA model follows ({last:.0} s, a quarter of \
+             its 64-bit picosecond clock): TCA calls after it return TCA_ERROR_TOO_LARGE"
+        );
+        SAID.call_once(|| eprintln!("tca: {detail}"));
+        Err(FabricError::with_detail(tca_proto::TcaError::TooLarge, detail))
     }
 
     /// The end of the simulation: what the last `tcaFinalize` does, unless it was done (a rank
@@ -345,6 +370,7 @@ impl Driver for SmpiJob {
         // A killed rank on its way out of libtca makes no SimGrid call (a collective may try to
         // clean up after the error).
         crate::refuse_if_killed()?;
+        self.refuse_beyond_the_model()?;
         let _outside = self.sg.outside_computation().ok_or_else(crate::killed)?;
         let (answer, wake) = {
             let mut st = self.lock();
