@@ -24,6 +24,8 @@
  *   exit-unfinalized rank 1 sends rank 0 an int and calls exit(5) without MPI_Finalize; rank 0
  *                   receives it, then waits for rank 1 in MPI_Barrier
  *   segv            rank 1 dereferences NULL while rank 0 waits for a TCA notification
+ *   late            both ranks declare 1e9 s of computation (smpi_execute), then call
+ *                   tcaBarrier and print its code
  *   gpus            prints the GPU count cudaGetDeviceCount gave before MPI_Init
  *   reinit          tcaInit after tcaFinalize: the rank stays out of the job (as on shm)
  *   gone SIZE       rank 1 stores 1 into rank 0's flag word by PIO, starts a DMA of SIZE bytes
@@ -37,6 +39,7 @@
  *                   as it was (the wrappers' question about the buffers is not a CUDA call) */
 #include <cuda_runtime.h>
 #include <mpi.h>
+#include <smpi/smpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +127,13 @@ int main(int argc, char** argv)
     /* Rank 1 leaves main without MPI_Finalize: mpirun fails such a run. */
     CHECK(tcaFinalize());
     if (me == 0) MPI_Finalize();
+    return 0;
+  }
+  if (strcmp(what, "late") == 0) {
+    smpi_execute(1e9);
+    printf("rank %d: tcaBarrier at %.0f s: %d\n", me, MPI_Wtime(), tcaBarrier());
+    CHECK(tcaFinalize());
+    MPI_Finalize();
     return 0;
   }
   if (strcmp(what, "mpi-gone") == 0) {

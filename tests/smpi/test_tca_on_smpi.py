@@ -419,6 +419,15 @@ def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):
     assert "rank 1 has ended (returned from main or called exit) without tcaFinalize" in out.stderr
 
 
+def test_tca_calls_past_the_models_clock_fail_with_a_message(program):
+    # SimGrid's clock goes past 2^64 ps (a declared 1e9 s); the TCA model's does not.
+    out = run(program, "late")
+    assert out.returncode == 0, out.stdout + out.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: tcaBarrier at 1000000000 s: 17" in out.stdout, out.stdout
+    assert out.stderr.count("is beyond the last the TCA model follows") == 1, out.stderr
+
+
 @pytest.mark.parametrize("mode", ["mpi-unfinalized", "mpi-gone"])
 def test_a_rank_that_ends_without_mpi_finalize_fails_the_run(program, mode):
     # Also while a peer waits for it in MPI (that was a deadlock in MPI, status 3).

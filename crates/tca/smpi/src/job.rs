@@ -141,8 +141,8 @@ impl SmpiJob {
         }
         let last = LAST_PS as f64 * 1e-12;
         let detail = format!(
-            "virtual time {s:e} s is beyond the last the TCA model follows ({last:.0} s, a quarter of \
-             its 64-bit picosecond clock): TCA calls after it return TCA_ERROR_TOO_LARGE"
+            "virtual time {s:.3e} s is beyond the last the TCA model follows ({last:.0} s, a quarter \
+             of its 64-bit picosecond clock): TCA calls after it return TCA_ERROR_TOO_LARGE"
         );
         SAID.call_once(|| eprintln!("tca: {detail}"));
         Err(FabricError::with_detail(tca_proto::TcaError::TooLarge, detail))
