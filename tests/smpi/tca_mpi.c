@@ -24,6 +24,8 @@
  *   exit-unfinalized rank 1 sends rank 0 an int and calls exit(5) without MPI_Finalize; rank 0
  *                   receives it, then waits for rank 1 in MPI_Barrier
  *   segv            rank 1 dereferences NULL while rank 0 waits for a TCA notification
+ *   long-chain SIZE rank 0 runs one chain of 128 copies of SIZE bytes to rank 1, notifying
+ *                   the last, which rank 1 waits for: one long run of hardware events
  *   late            both ranks declare 1e9 s of computation (smpi_execute), then call
  *                   tcaBarrier and print its code
  *   gpus            prints the GPU count cudaGetDeviceCount gave before MPI_Init
@@ -128,6 +130,18 @@ int main(int argc, char** argv)
     CHECK(tcaFinalize());
     if (me == 0) MPI_Finalize();
     return 0;
+  }
+  if (strcmp(what, "long-chain") == 0) {
+    if (me == 0) {
+      tcaDesc* d = tcaDescNew();
+      for (int i = 0; i < 128; i++)
+        CHECK(tcaDescSetMemcpy(d, &all[peer], 0, &h, 0, size, i == 127 ? tcaDMANotify : tcaDMAContinue, 0, 5));
+      CHECK(tcaDescSet(d, 0));
+      CHECK(tcaStartDMADesc(0));
+      CHECK(tcaWaitDMAC(0));
+    } else {
+      CHECK(tcaWaitDMARecvDesc(&all[peer], 0, 5));
+    }
   }
   if (strcmp(what, "late") == 0) {
     smpi_execute(1e9);

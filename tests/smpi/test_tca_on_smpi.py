@@ -411,6 +411,19 @@ def test_ctrl_c_stops_the_run_with_its_files(program, tmp_path):
     assert json.loads(stats.read_text())["hardware_events"] > 0
 
 
+def test_a_stop_ends_a_long_run_of_hardware_events_at_once(program, tmp_path):
+    # One chain of 4 GiB takes seconds of wall time with every rank waiting: the model's loop
+    # gives the stop way at its next event (it held the job's lock to the chain's end).
+    stats = tmp_path / "s.json"
+    started = time.monotonic()
+    out = run(program, "long-chain", str(32 << 20), tca_options=("--timeout", "2", "--stats-json", str(stats)))
+    took = time.monotonic() - started
+    assert out.returncode == 124, out.stdout + out.stderr
+    assert "tca: simulation stopped by SIGTERM at" in out.stderr, out.stderr
+    assert took < 4.5, f"stopped {took:.1f} s after the start, a timeout of 2 s"
+    assert json.loads(stats.read_text())["hardware_events"] > 0
+
+
 def test_a_rank_that_exits_with_a_status_ends_the_run_with_it(program):
     out = run(program, "exit")
     assert out.returncode == 5, out.stdout + out.stderr

@@ -320,14 +320,24 @@ impl Scheduler {
 
     /// Runs everything due up to time `t`, then moves the world's clock to `t` (if later).
     pub fn run_until(&mut self, t: SimTime) {
+        self.run_until_unless(t, || false);
+    }
+
+    /// As [`Scheduler::run_until`], unless `stop` says so between two steps (a run being
+    /// stopped, whose driver then wants the state as it is); returns whether it got to `t`.
+    pub fn run_until_unless(&mut self, t: SimTime, stop: impl Fn() -> bool) -> bool {
         self.settle();
         while self.next_wake().is_some_and(|w| w <= t) {
+            if stop() {
+                return false;
+            }
             self.step_within(t);
         }
         if t > self.world.now {
             self.world.advance_to(t);
             self.settle();
         }
+        true
     }
 
     /// Runs one hardware event; a failure of the model ends every wait with it.

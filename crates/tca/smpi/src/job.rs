@@ -116,12 +116,14 @@ impl SmpiJob {
     }
 
     fn lock(&self) -> Held<'_> {
+        // A stop being handled: the watcher takes the lock, and SimGrid's thread waits for the
+        // end of the process.
+        crate::stop::give_way();
         let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         crate::stop::held();
         Held(guard)
     }
 
-    /// SimGrid's clock in picoseconds.
     /// SimGrid's clock, up to [`LAST_PS`].
     fn clock(&self) -> SimTime {
         SimTime::from_ps(((self.seconds() * 1e12).round() as u64).min(LAST_PS))
@@ -298,13 +300,13 @@ impl SmpiJob {
                     Some(t) if clock.as_ps() + CLOCK_PRECISION_PS >= t.as_ps() => t.max(clock),
                     _ => clock,
                 };
-                st.scheduler.run_until(now);
+                st.scheduler.run_until_unless(now, crate::stop::stopping);
                 // While every rank waits in a TCA call, no request can come before one of them
                 // is answered: the world may run ahead of SimGrid's clock to that answer, and
                 // the model sleeps until then before waking its rank (hardware events no longer
                 // cost a SimGrid wake-up each).
                 if st.scheduler.idle() {
-                    while !st.scheduler.has_answers() && st.scheduler.step() {}
+                    while !st.scheduler.has_answers() && !crate::stop::stopping() && st.scheduler.step() {}
                 }
                 if st.scheduler.now() > now {
                     target = Some(st.scheduler.now());
@@ -375,7 +377,7 @@ impl Driver for SmpiJob {
         let (answer, wake) = {
             let mut st = self.lock();
             let clock = self.clock();
-            st.scheduler.run_until(clock);
+            st.scheduler.run_until_unless(clock, crate::stop::stopping);
             st.scheduler.submit(rank, op)?;
             st.scheduler.settle();
             let answer = st.scheduler.take_answer(rank);

@@ -32,6 +32,30 @@ const CRASH_GRACE_S: u32 = 10;
 /// The watcher holds the job's lock to end the process ([`writing`]).
 static WRITING: AtomicBool = AtomicBool::new(false);
 
+/// The watcher is handling a stop or a crash: SimGrid's thread leaves a long run of hardware
+/// events (one DMA chain of a GiB takes seconds) at its next event, and takes the job's lock
+/// no more ([`give_way`]), so that the watcher gets it at once.
+static STOPPING_NOW: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    static WATCHER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A stop or a crash is being handled ([`STOPPING_NOW`]).
+pub(crate) fn stopping() -> bool {
+    STOPPING_NOW.load(Ordering::Relaxed)
+}
+
+/// Before taking the job's lock: while a stop is handled, any thread but the watcher waits
+/// here for the end of the process.
+pub(crate) fn give_way() {
+    if stopping() && !WATCHER.with(std::cell::Cell::get) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// The thread that holds the job's lock ([`held`]; 0: none), which a crash handler compares
 /// with its own.
 static HOLDER: AtomicUsize = AtomicUsize::new(0);
@@ -131,10 +155,15 @@ pub(crate) fn watch(job: Arc<SmpiJob>) {
         }
         let read_end = fds[0];
         let watcher = std::thread::Builder::new().name("tca-stop".into()).spawn(move || loop {
+            WATCHER.with(|w| w.set(true));
             let mut bytes = [0u8; 2];
             // SAFETY: reads two bytes into a local array (a pipe's writes of up to PIPE_BUF
             // bytes are not split).
-            match unsafe { libc::read(read_end, bytes.as_mut_ptr().cast(), 2) } {
+            let read = unsafe { libc::read(read_end, bytes.as_mut_ptr().cast(), 2) };
+            if read == 2 {
+                STOPPING_NOW.store(true, Ordering::Relaxed);
+            }
+            match read {
                 2 if CRASHING.contains(&c_int::from(bytes[0] & !IN_LOCK)) => {
                     let (signal, rank) =
                         (c_int::from(bytes[0] & !IN_LOCK), (bytes[1] != NO_RANK).then_some(u32::from(bytes[1])));
