@@ -286,10 +286,39 @@ impl World {
 pub(crate) struct PendingTable {
     slots: Vec<Option<Pending>>,
     free: Vec<u64>,
+    /// Per node, the entries it is part of ([`Pending::nodes`]): [`PendingTable::any_of`] is
+    /// asked after every step once a rank has finished, while a finished sender's PIO stores
+    /// may still be on the way by the ten thousand.
+    of_node: Vec<u32>,
+}
+
+impl Pending {
+    /// The nodes whose entry this is (the second when another than the first).
+    fn nodes(&self) -> [Option<u16>; 2] {
+        let (a, b) = match self {
+            Pending::ProxyRequest { node, request } => (*node, request.requester),
+            Pending::Notify(notify) => (notify.src_node, notify.dst_node),
+            Pending::Write { node, .. }
+            | Pending::Landing { node, .. }
+            | Pending::ProxyDone { node, .. }
+            | Pending::ChannelDone { node, .. }
+            | Pending::Pio { from: node, .. }
+            | Pending::Interrupt { node }
+            | Pending::InterruptServed { node } => (*node, *node),
+        };
+        [Some(a), (b != a).then_some(b)]
+    }
 }
 
 impl PendingTable {
     pub(crate) fn insert(&mut self, p: Pending) -> u64 {
+        for node in p.nodes().into_iter().flatten() {
+            let node = usize::from(node);
+            if self.of_node.len() <= node {
+                self.of_node.resize(node + 1, 0);
+            }
+            self.of_node[node] += 1;
+        }
         match self.free.pop() {
             Some(id) => {
                 self.slots[id as usize] = Some(p);
@@ -306,17 +335,7 @@ impl PendingTable {
     /// it sent, a remote read it asked for, or a proxy request, proxy answer or interrupt for
     /// it (the reads that other nodes' drivers hold are in their engines).
     pub(crate) fn any_of(&self, node: u16) -> bool {
-        self.slots.iter().flatten().any(|p| match p {
-            Pending::ProxyRequest { node: n, request } => *n == node || request.requester == node,
-            Pending::Write { node: n, .. }
-            | Pending::Landing { node: n, .. }
-            | Pending::ProxyDone { node: n, .. }
-            | Pending::ChannelDone { node: n, .. }
-            | Pending::Pio { from: n, .. }
-            | Pending::Interrupt { node: n }
-            | Pending::InterruptServed { node: n } => *n == node,
-            Pending::Notify(notify) => notify.src_node == node || notify.dst_node == node,
-        })
+        self.of_node.get(usize::from(node)).is_some_and(|n| *n > 0)
     }
 
     fn get(&self, id: u64) -> &Pending {
@@ -329,6 +348,33 @@ impl PendingTable {
 
     fn take(&mut self, id: u64) -> Pending {
         self.free.push(id);
-        self.slots[id as usize].take().expect("a pending id")
+        let p = self.slots[id as usize].take().expect("a pending id");
+        for node in p.nodes().into_iter().flatten() {
+            self.of_node[usize::from(node)] -= 1;
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tca_proto::action::Notify;
+
+    /// A node has something on the way exactly while an entry it is part of is pending.
+    #[test]
+    fn a_node_is_in_flight_while_an_entry_of_it_is_pending() {
+        let mut table = PendingTable::default();
+        let pio = table.insert(Pending::Pio { from: 1, dst: 0, bytes: vec![0; 4] });
+        let notify = Notify { channel: 0, dst_node: 2, src_node: 3, slot: 0, tag: 0, internal: false };
+        let note = table.insert(Pending::Notify(notify));
+        let done = table.insert(Pending::ChannelDone { node: 3, channel: 0 });
+        assert!([1, 2, 3].iter().all(|&n| table.any_of(n)) && !table.any_of(0) && !table.any_of(9));
+        table.take(pio);
+        assert!(!table.any_of(1));
+        table.take(note);
+        assert!(!table.any_of(2) && table.any_of(3), "node 3 still has its done marker");
+        table.take(done);
+        assert!(!table.any_of(3));
     }
 }
