@@ -137,8 +137,21 @@ impl Memory {
     /// Removes the buffer starting at `addr`.
     pub fn remove(&mut self, addr: u64) -> bool {
         match self.buffers.remove(&addr) {
-            Some(b) => {
+            Some(mut b) => {
                 self.recent = Default::default();
+                if !b.own {
+                    // Bytes of the window outside live buffers are zero: the pages a buffer
+                    // shares with no other one are given back whole, even where it ends inside
+                    // one (a page-aligned 64-byte block), instead of being zeroed, which backs
+                    // a page that was never written.
+                    let page = ALIGN as u64;
+                    let end = addr + b.len as u64;
+                    let before = self.buffers.range(..addr).next_back().map_or(0, |(a, x)| a + x.len as u64);
+                    let after = self.buffers.range(addr..).next().map_or(u64::MAX, |(a, _)| *a);
+                    if before <= addr / page * page && addr % page == 0 && after >= end.next_multiple_of(page) {
+                        b.len = b.len.next_multiple_of(ALIGN);
+                    }
+                }
                 self.release(b);
                 true
             }
@@ -269,6 +282,37 @@ impl Drop for Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether the page of the window holding `addr` is backed by memory.
+    fn resident(m: &Memory, addr: u64) -> bool {
+        let p = m.arena.as_ref().unwrap().ptr(addr / 4096 * 4096, 4096).unwrap();
+        let mut vec = 0u8;
+        // SAFETY: one page of the mapping, one byte of output.
+        assert_eq!(unsafe { libc::mincore(p.as_ptr().cast(), 4096, &raw mut vec) }, 0);
+        vec & 1 == 1
+    }
+
+    /// A small buffer that owns its page gives the page back when removed, written or not; one
+    /// that shares its page keeps its neighbour's bytes.
+    #[test]
+    fn a_removed_small_buffer_backs_no_page() {
+        let base = 1u64 << 40;
+        let mut m = Memory::with_window(base, 1 << 30);
+        m.add(base, 64).unwrap();
+        m.remove(base);
+        assert!(!resident(&m, base), "clearing the 64 bytes backed the page");
+        m.add(base + 4096, 64).unwrap();
+        assert!(m.write(base + 4096, &[7; 64]));
+        m.remove(base + 4096);
+        assert!(!resident(&m, base + 4096));
+        assert_eq!(m.add(base + 4096, 64).and_then(|_| m.read(base + 4096, 64)), Some(vec![0; 64]));
+        m.add(base + 8192, 64).unwrap();
+        m.add(base + 8192 + 64, 64).unwrap();
+        assert!(m.write(base + 8192, &[1; 64]) && m.write(base + 8192 + 64, &[1; 64]));
+        m.remove(base + 8192);
+        assert_eq!(m.read(base + 8192 + 64, 64), Some(vec![1; 64]), "the neighbour's bytes stay");
+        assert_eq!(m.add(base + 8192, 64).and_then(|_| m.read(base + 8192, 64)), Some(vec![0; 64]));
+    }
 
     #[test]
     fn reads_writes_and_copies_inside_buffers_only() {
