@@ -235,8 +235,9 @@ def test_example_with_a_non_numeric_size_under_the_simulator():
             "name the same file",
         ),
         ([""], "the program's name is empty"),
+        (["--fabric", "sim", "--stats-json", "/proc/x.json", "/bin/true"], "cannot write there"),
     ],
-    ids=["empty-platform", "empty-trace", "one-file-twice", "empty-program"],
+    ids=["empty-platform", "empty-trace", "one-file-twice", "empty-program", "unwritable-file"],
 )
 def test_run_refuses_empty_names_and_one_file_for_two_outputs(tca, args, message):
     proc = tca("run", "-n", "2", *args, check=False)

@@ -10,7 +10,8 @@ from tca import TcaError
 
 def writable_file(path: str | Path, option: str, suffixes: tuple[str, ...]) -> Path:
     """``path`` if a file with one of ``suffixes`` can be created there: not a directory, in an
-    existing directory; otherwise a one-line TcaError naming ``option``."""
+    existing directory that takes it (tried; a file that was not there is removed again);
+    otherwise a one-line TcaError naming ``option``."""
     if str(path) == "":
         raise TcaError(f"{option}: empty file name (give a file such as out{suffixes[0]})")
     p = Path(path)
@@ -22,6 +23,14 @@ def writable_file(path: str | Path, option: str, suffixes: tuple[str, ...]) -> P
         )
     if not p.parent.is_dir():
         raise TcaError(f"{option} {path}: directory {p.parent} does not exist")
+    existed = p.exists()
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        raise TcaError(f"{option} {path}: cannot write there ({e.strerror or e})") from None
+    if not existed:
+        p.unlink(missing_ok=True)
     return p
 
 
