@@ -57,6 +57,8 @@ def main():
     size = tca.peach.program.size_argument(sizes[0] if sizes else None, default=8)
 
     def program(ctx):
+        if ctx.size != 2:
+            tca.peach.program.fail(f"a ping-pong needs 2 ranks, not {ctx.size}")
         one_way_us = pingpong(ctx, size)
         if ctx.rank == 0 and as_json:
             kind = "measured" if tca.peach.program.fabric() == "shm" else "predicted"

@@ -416,7 +416,9 @@ def test_a_stop_ends_a_long_run_of_hardware_events_at_once(program, tmp_path):
     # gives the stop way at its next event (it held the job's lock to the chain's end).
     stats = tmp_path / "s.json"
     started = time.monotonic()
-    out = run(program, "long-chain", str(32 << 20), tca_options=("--timeout", "2", "--stats-json", str(stats)))
+    out = run(
+        program, "long-chain", str(32 << 20), tca_options=("--timeout", "2", "--stats-json", str(stats))
+    )
     took = time.monotonic() - started
     assert out.returncode == 124, out.stdout + out.stderr
     assert "tca: simulation stopped by SIGTERM at" in out.stderr, out.stderr

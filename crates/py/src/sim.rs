@@ -38,4 +38,8 @@ impl SimJob {
     fn trace_json(&self) -> Option<String> {
         self.job.trace_json()
     }
+    /// Spans the trace did not keep (it keeps the first million).
+    fn trace_dropped(&self) -> u64 {
+        self.job.trace_dropped()
+    }
 }

@@ -322,10 +322,11 @@ def cmd_himeno(args: argparse.Namespace) -> int:
     check_files(args)
     with progress_bar("himeno", not args.json) as update:
         rows = himeno.run(args.platform, sizes, nodes, args.fabric, args.iterations, update)
-    where = "simulated" if args.fabric == "sim" else f"measured on this host ({args.fabric})"
+    where = f"{args.platform} (simulated)" if args.fabric == "sim" else f"this host ({args.fabric})"
+    # Interior points: the size's points less the boundary on each side.
+    run = ", ".join(f"{s} {'x'.join(str(n - 2) for n in himeno.SIZES[s])}" for s in sizes)
     title = (
-        f"tca bench himeno on {args.platform} ({where}): time per iteration of the Himeno benchmark "
-        "on GPU buffers, halo by TCA reflect and by MPI; x = interior points "
-        "(S 63x63x127, M 127x127x255, L 255x255x511)"
+        f"tca bench himeno on {where}: time per iteration of the Himeno benchmark "
+        f"on GPU buffers, halo by TCA reflect and by MPI; x = interior points ({run})"
     )
     return emit(rows, title, args)

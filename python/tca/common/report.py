@@ -125,16 +125,20 @@ def comparison(rows: list[Row]) -> str:
     compared = [r for r in rows if r.paper is not None]
     if not compared:
         return "# No value of the seed to compare with."
+    # Columns as wide as their longest entry: a long series name or x never runs into the next.
+    xs = [f"{_fmt_x(r.x)} {r.x_unit}" for r in compared]
+    series_w = max(20, *(len(r.series) for r in compared))
+    x_w = max(10, *(len(x) for x in xs))
     lines = [
         "# Comparison with the seed (calibrated: a parameter was fitted to this number;"
         " predicted: it was not)",
-        f"# {'Series':<20}{'x':>10}  {'Model':>10}  {'Seed':>10}  {'Model/Seed':>10}  {'Kind':<11} Source",
+        f"# {'Series':<{series_w}} {'x':>{x_w}}  {'Model':>10}  {'Seed':>10}  {'Model/Seed':>10}  "
+        f"{'Kind':<11} Source",
     ]
-    for r in compared:
+    for r, x in zip(compared, xs, strict=True):
         ratio = r.value / r.paper if r.paper else float("nan")
-        x = f"{_fmt_x(r.x)} {r.x_unit}"
         lines.append(
-            f"  {r.series:<20}{x:>10}  {_fmt(r.value, r.unit) + ' ' + r.unit:>10}  "
+            f"  {r.series:<{series_w}} {x:>{x_w}}  {_fmt(r.value, r.unit) + ' ' + r.unit:>10}  "
             f"{_fmt(r.paper, r.unit) + ' ' + r.unit:>10}  {ratio:>10.2f}  {r.kind:<11} {r.source}"
         )
     return "\n".join(lines)

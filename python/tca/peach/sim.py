@@ -23,6 +23,7 @@ every waiting call raises :class:`tca.peach.api.DeadlockError` saying what each 
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -112,6 +113,11 @@ def run(
             trace.write_text(job.trace_json())
         except OSError as e:
             raise TcaError(f"cannot write trace {trace}: {e.strerror or e}") from None
+        if dropped := job.trace_dropped():
+            print(
+                f"tca: the trace {trace} is full (a million spans): {dropped} later ones were dropped",
+                file=sys.stderr,
+            )
     failures = [e for e in errors if e is not None]
     if failures:
         # A rank's own failure, rather than what its peers saw of it (a deadlock, a lost peer).

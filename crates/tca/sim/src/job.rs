@@ -93,6 +93,11 @@ impl SimJob {
         self.lock().scheduler.trace_json()
     }
 
+    /// Spans the trace did not keep ([`Scheduler::trace_dropped`]).
+    pub fn trace_dropped(&self) -> u64 {
+        self.lock().scheduler.trace_dropped()
+    }
+
     /// What every link direction carried so far ([`Scheduler::link_stats`]).
     pub fn link_stats(&self) -> Vec<LinkStats> {
         self.lock().scheduler.link_stats()

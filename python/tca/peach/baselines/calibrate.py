@@ -86,6 +86,13 @@ def solve(params: dict, target: Target) -> float:
 
 
 def main(argv: list[str]) -> int:
+    if not argv or any(a.startswith("-") for a in argv):
+        print(
+            "usage: python -m tca.peach.baselines.calibrate PLATFORM.toml ...  (prints the fitted "
+            "baselines values of the platforms that have calibration targets)",
+            file=sys.stderr,
+        )
+        return 2
     for arg in argv:
         params = load(arg)
         name = Path(arg).stem

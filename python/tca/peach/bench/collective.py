@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -179,6 +180,11 @@ def run(cfg: Config, progress: Callable[[int, int], None] | None = None) -> Resu
                 if cfg.trace:
                     sim_args += ["--trace", str(Path(cfg.trace).resolve())]
                 out = cprog.run(exes[fabric], n, fabric, program_args(cfg), cfg.platform, sim_args, TIMEOUT_S)
+                if cfg.trace:
+                    # What the simulation says of the trace (spans it dropped past its cap).
+                    for line in out.stderr.splitlines():
+                        if line.startswith("tca: the trace "):
+                            print(line, file=sys.stderr)
                 result.rows += rows_of(out.rows, n, platform_name, kind, keep_tca=i == 0)
                 if collect:
                     result.stalls.append(read_stats(stats_path, n))
