@@ -146,9 +146,8 @@ impl Memory {
                     // a page that was never written.
                     let page = ALIGN as u64;
                     let end = addr + b.len as u64;
-                    let before = self.buffers.range(..addr).next_back().map_or(0, |(a, x)| a + x.len as u64);
                     let after = self.buffers.range(addr..).next().map_or(u64::MAX, |(a, _)| *a);
-                    if before <= addr / page * page && addr % page == 0 && after >= end.next_multiple_of(page) {
+                    if addr.is_multiple_of(page) && after >= end.next_multiple_of(page) {
                         b.len = b.len.next_multiple_of(ALIGN);
                     }
                 }
