@@ -377,7 +377,11 @@ impl Driver for SmpiJob {
         let (answer, wake) = {
             let mut st = self.lock();
             let clock = self.clock();
-            st.scheduler.run_until_unless(clock, crate::stop::stopping);
+            if !st.scheduler.run_until_unless(clock, crate::stop::stopping) {
+                // A stop is being handled: the request is not made, the process is ending.
+                drop(st);
+                crate::stop::wait_for_the_end();
+            }
             st.scheduler.submit(rank, op)?;
             st.scheduler.settle();
             let answer = st.scheduler.take_answer(rank);

@@ -50,9 +50,14 @@ pub(crate) fn stopping() -> bool {
 /// here for the end of the process.
 pub(crate) fn give_way() {
     if stopping() && !WATCHER.with(std::cell::Cell::get) {
-        loop {
-            std::thread::park();
-        }
+        wait_for_the_end();
+    }
+}
+
+/// Waits for the watcher to end the process.
+pub(crate) fn wait_for_the_end() -> ! {
+    loop {
+        std::thread::park();
     }
 }
 
