@@ -163,7 +163,8 @@ tcaresult tcaMalloc(void **ptr, size_t size, tcaMemoryType type);
 tcaresult tcaFree(void *ptr, tcaMemoryType type);
 
 /* Registers size bytes at ptr (inside one tcaMalloc block, of that type: else
- * TCA_ERROR_MEMORY_TYPE_MISMATCH). */
+ * TCA_ERROR_MEMORY_TYPE_MISMATCH). A rank holds at most 4096 live handles:
+ * TCA_ERROR_OUT_OF_MEMORY beyond (destroy those no longer used). */
 tcaresult tcaCreateHandle(tcaHandle *handle, void *ptr, size_t size, tcaMemoryType type);
 /* Unregisters a handle of this rank. Any rank's later write through it (tcaStartDMADesc of a
  * chain that uses it, tcaSetPIORegion, tcaSendPIO) returns TCA_ERROR_INVALID_HANDLE. */
