@@ -2,6 +2,7 @@
 SIGTERM, SIGINT and SIGHUP to the ranks, kills what remains after the grace period, leaves
 nothing in /dev/shm, and refuses a timeout that is not a finite positive number."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -163,49 +164,47 @@ def running_with(marker: str) -> list[int]:
     return [pid for pid in found if alive(pid)]
 
 
+@contextlib.contextmanager
+def sleeping_ranks(marker: str, *command: str):
+    """`tca run -n 2 COMMAND`, whose ranks end up in `sleep MARKER`: yields the launcher once
+    both sleep, and kills whatever of it is left at the end."""
+    launcher = subprocess.Popen([sys.executable, "-m", "tca", "run", "-n", "2", *command], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while len(running_with(f"sleep {marker}")) < 2:
+            assert time.monotonic() < deadline, "the ranks did not start"
+            time.sleep(0.02)
+        yield launcher
+    finally:
+        launcher.kill()
+        launcher.wait()
+        for pid in running_with(f"sleep {marker}"):
+            os.kill(pid, signal.SIGKILL)
+
+
+def gone_soon(marker: str) -> bool:
+    """Whether every `sleep MARKER` ends within 5 s."""
+    deadline = time.monotonic() + 5
+    while running_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not running_with(f"sleep {marker}")
+
+
 def test_stopping_a_job_stops_what_its_ranks_started(tmp_path):
     # Each rank is a shell that waits for a child of its own; the timeout must end both.
     marker = f"{time.time_ns() % 10**6 + 40}.{os.getpid()}"
     script = tmp_path / "wrap.sh"
     script.write_text(f"#!/bin/sh\nsleep {marker}\n")
     script.chmod(0o755)
-    try:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "tca", "run", "-n", "2", "--timeout", "2", str(script)], cwd=ROOT
-        )
-        deadline = time.monotonic() + 30
-        while len(running_with(f"sleep {marker}")) < 2:
-            assert time.monotonic() < deadline, "the ranks did not start"
-            time.sleep(0.02)
-        assert p.wait(30) == 124
-        deadline = time.monotonic() + 5
-        while running_with(f"sleep {marker}") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not running_with(f"sleep {marker}"), "the ranks' children outlived the job"
-    finally:
-        p.kill()
-        p.wait()
-        for pid in running_with(f"sleep {marker}"):
-            os.kill(pid, signal.SIGKILL)
+    with sleeping_ranks(marker, "--timeout", "2", str(script)) as launcher:
+        assert launcher.wait(30) == 124
+        assert gone_soon(marker), "the ranks' children outlived the job"
 
 
 def test_ranks_end_when_the_launcher_is_killed():
     # SIGKILL cannot be forwarded: the ranks get SIGTERM from the kernel (PR_SET_PDEATHSIG).
     marker = f"{time.time_ns() % 10**6 + 40}.{os.getpid() + 1}"
-    launcher = subprocess.Popen([sys.executable, "-m", "tca", "run", "-n", "2", "sleep", marker], cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 30
-        while len(running_with(f"sleep {marker}")) < 2:
-            assert time.monotonic() < deadline, "the ranks did not start"
-            time.sleep(0.02)
+    with sleeping_ranks(marker, "sleep", marker) as launcher:
         launcher.kill()
         launcher.wait()
-        deadline = time.monotonic() + 5
-        while running_with(f"sleep {marker}") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not running_with(f"sleep {marker}"), "the ranks outlived their launcher"
-    finally:
-        launcher.kill()
-        launcher.wait()
-        for pid in running_with(f"sleep {marker}"):
-            os.kill(pid, signal.SIGKILL)
+        assert gone_soon(marker), "the ranks outlived their launcher"
