@@ -148,6 +148,33 @@ pub(crate) fn writing() {
     WRITING.store(true, Ordering::Relaxed);
 }
 
+/// The watcher's loop: reads each signal the handlers write into the pipe and ends `job`.
+fn watch_pipe(job: &SmpiJob, read_end: c_int) {
+    loop {
+        let mut bytes = [0u8; 2];
+        // SAFETY: reads two bytes into a local array (a pipe's writes of up to PIPE_BUF
+        // bytes are not split).
+        let read = unsafe { libc::read(read_end, bytes.as_mut_ptr().cast(), 2) };
+        if read == 2 {
+            STOPPING_NOW.store(true, Ordering::Relaxed);
+        }
+        match read {
+            2 if CRASHING.contains(&c_int::from(bytes[0] & !IN_LOCK)) => {
+                let (signal, rank) =
+                    (c_int::from(bytes[0] & !IN_LOCK), (bytes[1] != NO_RANK).then_some(u32::from(bytes[1])));
+                if bytes[0] & IN_LOCK != 0 {
+                    job.crash_in_call(signal, rank)
+                } else {
+                    job.crash(signal, rank)
+                }
+            }
+            2 => job.stop(c_int::from(bytes[0])),
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
+    }
+}
+
 /// Once per process: the stopping signals end `job` as the module documentation says. If the
 /// pipe, the thread or a handler cannot be had, the signals keep their previous effect.
 pub(crate) fn watch(job: Arc<SmpiJob>) {
@@ -159,29 +186,9 @@ pub(crate) fn watch(job: Arc<SmpiJob>) {
             return;
         }
         let read_end = fds[0];
-        let watcher = std::thread::Builder::new().name("tca-stop".into()).spawn(move || loop {
+        let watcher = std::thread::Builder::new().name("tca-stop".into()).spawn(move || {
             WATCHER.with(|w| w.set(true));
-            let mut bytes = [0u8; 2];
-            // SAFETY: reads two bytes into a local array (a pipe's writes of up to PIPE_BUF
-            // bytes are not split).
-            let read = unsafe { libc::read(read_end, bytes.as_mut_ptr().cast(), 2) };
-            if read == 2 {
-                STOPPING_NOW.store(true, Ordering::Relaxed);
-            }
-            match read {
-                2 if CRASHING.contains(&c_int::from(bytes[0] & !IN_LOCK)) => {
-                    let (signal, rank) =
-                        (c_int::from(bytes[0] & !IN_LOCK), (bytes[1] != NO_RANK).then_some(u32::from(bytes[1])));
-                    if bytes[0] & IN_LOCK != 0 {
-                        job.crash_in_call(signal, rank)
-                    } else {
-                        job.crash(signal, rank)
-                    }
-                }
-                2 => job.stop(c_int::from(bytes[0])),
-                _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
-                _ => return,
-            }
+            watch_pipe(&job, read_end);
         });
         if watcher.is_err() {
             return;
