@@ -198,6 +198,13 @@ def test_every_bad_request_is_a_clear_4xx(pool):
         ("GET", "/api/nothing", None, 404, "no such endpoint"),
         ("PUT", "/api/hosts", None, 405, "method not allowed"),
         ("POST", "/api/hosts", {"name": "a" * 70000}, 413, "over 65536 bytes"),
+        # Numbers past SQLite's 64-bit INTEGER: 4xx, not 500.
+        ("GET", f"/api/events?since={10**25}", None, 400, "since"),
+        ("GET", f"/api/audit?since={10**25}", None, 400, "since"),
+        ("DELETE", f"/api/hosts/{10**25}", None, 404, "no host"),
+        ("DELETE", "/api/hosts/vlan:" + "9" * 25, None, 404, "no host"),
+        ("DELETE", f"/api/devices/{10**25}", None, 404, "no device"),
+        ("POST", f"/api/devices/{10**25}/assign", {"vlan": 10}, 404, "no device"),
     ]
     for method, path, body, status, text in cases:
         raw = body if isinstance(body, str) else (None if body is None else json.dumps(body))
@@ -211,6 +218,28 @@ def test_every_bad_request_is_a_clear_4xx(pool):
         assert "\n" not in answer["error"]
     # None of them changed anything.
     assert [(d["name"], d["vlan"]) for d in c.call("GET", "/api/devices")] == [("d0", 10), ("d1", None)]
+
+
+def test_a_chunked_body_over_the_limit_is_refused_and_refusals_keep_a_short_record(pool):
+    c = pool.client()
+    conn = http.client.HTTPConnection(c.host, c.port, timeout=10)
+    body = json.dumps({"name": "a" * 70000, "vlan": 10, "mac": mac(1, 0)}).encode()
+    # No Content-Length: the body comes in chunks.
+    conn.request(
+        "POST",
+        "/api/hosts",
+        body=iter([body[:40000], body[40000:]]),
+        encode_chunked=True,
+        headers={"Authorization": f"Bearer {ADMIN}", "Transfer-Encoding": "chunked"},
+    )
+    response = conn.getresponse()
+    assert response.status == 413, response.read()
+    conn.close()
+    long_name = "b" * 60000
+    status, answer = c.request("POST", "/api/hosts", {"name": long_name, "vlan": 10, "mac": mac(1, 0)})
+    assert status == 400 and len(answer["error"]) < 200, "the message quotes the start of the name only"
+    entry = c.call("GET", "/api/audit")[-1]
+    assert entry["result"] == "refused" and len(json.dumps(entry)) < 1500, len(json.dumps(entry))
 
 
 def test_moves_give_hot_remove_then_hot_plug(pool):

@@ -17,7 +17,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tca.expether.pool.manager import Caller, Manager
-from tca.expether.pool.rules import PoolError
+from tca.expether.pool.rules import PoolError, shown
+from tca.expether.pool.store import LARGEST_ID
 
 MAX_BODY = 64 * 1024
 
@@ -32,16 +33,21 @@ def fields(body: object, required: tuple[str, ...], optional: tuple[str, ...] = 
         raise PoolError(400, "the request body must be a JSON object")
     unknown = sorted(set(body) - set(required) - set(optional))
     if unknown:
-        raise PoolError(400, f"unknown field {unknown[0]!r}: expected {', '.join(required + optional)}")
+        raise PoolError(400, f"unknown field {shown(unknown[0])}: expected {', '.join(required + optional)}")
     for key in required:
         if key not in body:
-            raise PoolError(400, f"missing field {key!r}")
+            raise PoolError(400, f"missing field {shown(key)}")
     return body
 
 
 async def json_body(request: Request) -> Any:
-    """The request body as JSON, whatever the Content-Type says; None when empty."""
-    raw = await request.body()
+    """The request body as JSON, whatever the Content-Type says; None when empty. A body over
+    ``MAX_BODY`` is refused as it comes, also one sent without a Content-Length (chunked)."""
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise PoolError(413, f"request body over {MAX_BODY} bytes")
     if not raw.strip():
         return None
     try:
@@ -171,7 +177,7 @@ def create_app(manager: Manager) -> FastAPI:
     def events(
         caller: Reader,
         vlan: Annotated[int | None, Query(ge=0, le=4095)] = None,
-        since: Annotated[int, Query(ge=0)] = 0,
+        since: Annotated[int, Query(ge=0, le=LARGEST_ID)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> list[dict]:
         return manager.events(caller, vlan, since, limit)
@@ -204,7 +210,7 @@ def create_app(manager: Manager) -> FastAPI:
     @app.get("/api/audit")
     def audit(
         caller: Reader,
-        since: Annotated[int, Query(ge=0)] = 0,
+        since: Annotated[int, Query(ge=0, le=LARGEST_ID)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> list[dict]:
         return manager.audit(caller, since, limit)

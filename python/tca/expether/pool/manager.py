@@ -260,7 +260,7 @@ class Manager:
         def fn(db, _audit):
             n = rules.name(name, "token name")
             if role not in ROLES:
-                raise PoolError(400, f"role {role!r}: expected one of {', '.join(ROLES)}")
+                raise PoolError(400, f"role {rules.shown(role)}: expected one of {', '.join(ROLES)}")
             v = None
             if role == "host":
                 v = rules.vlan(vlan)

@@ -38,15 +38,22 @@ def bad(message: str) -> PoolError:
     return PoolError(400, message)
 
 
+def shown(value: object) -> str:
+    """``value`` as a message quotes it: its repr, cut at 64 characters (a refused value is
+    also kept in the audit log)."""
+    text = repr(value)
+    return text if len(text) <= 64 else text[:61] + "..."
+
+
 def name(value: object, what: str = "name") -> str:
     if not isinstance(value, str) or not NAME.fullmatch(value):
-        raise bad(f"{what} {value!r}: expected a letter then up to 63 letters, digits, '_', '.' or '-'")
+        raise bad(f"{what} {shown(value)}: expected a letter then up to 63 letters, digits, '_', '.' or '-'")
     return value
 
 
 def kind(value: object) -> str:
     if not isinstance(value, str) or not KIND.fullmatch(value):
-        raise bad(f"kind {value!r}: expected lower-case letters, digits and '-' (e.g. ssd, gpu, nic)")
+        raise bad(f"kind {shown(value)}: expected lower-case letters, digits and '-' (e.g. ssd, gpu, nic)")
     return value
 
 
@@ -54,7 +61,7 @@ def mac(value: object) -> str:
     """A bridge's MAC address, lower case; a bridge has a unicast address (first byte even)."""
     text = value.lower() if isinstance(value, str) else None
     if text is None or not MAC.fullmatch(text):
-        raise bad(f"MAC address {value!r}: expected six hex bytes like 02:00:00:00:00:01")
+        raise bad(f"MAC address {shown(value)}: expected six hex bytes like 02:00:00:00:00:01")
     if int(text[:2], 16) & 1:
         raise bad(f"MAC address {text}: a bridge has a unicast address (the first byte must be even)")
     return text
@@ -62,7 +69,7 @@ def mac(value: object) -> str:
 
 def vlan(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise bad(f"VLAN id {value!r}: expected an integer 0..{MAX_VLAN}")
+        raise bad(f"VLAN id {shown(value)}: expected an integer 0..{MAX_VLAN}")
     if not 0 <= value <= MAX_VLAN:
         raise bad(f"VLAN id {value} is outside 0..{MAX_VLAN} (12-bit 802.1Q id, seed 002 §3.3.2)")
     return value
@@ -77,10 +84,10 @@ def counters(value: object) -> dict[str, int | float]:
     out: dict[str, int | float] = {}
     for key, number in value.items():
         if not COUNTER.fullmatch(key):
-            raise bad(f"counter name {key!r}: expected lower-case letters, digits, '_', '.' or '-'")
+            raise bad(f"counter name {shown(key)}: expected lower-case letters, digits, '_', '.' or '-'")
         if isinstance(number, bool) or not isinstance(number, int | float):
-            raise bad(f"counter {key}: {number!r} is not a number")
+            raise bad(f"counter {key}: {shown(number)} is not a number")
         if not math.isfinite(number) or number < 0:
-            raise bad(f"counter {key}: {number!r} is not a finite non-negative number")
+            raise bad(f"counter {key}: {shown(number)} is not a finite non-negative number")
         out[key] = number
     return out

@@ -177,12 +177,26 @@ def devices(db: sqlite3.Connection, vlan: int | None = None) -> list[dict]:
     return [dict(r) for r in rows]
 
 
+# SQLite's INTEGER is 64-bit signed: a larger number names no row (and cannot be bound).
+LARGEST_ID = 2**63 - 1
+
+
+def _number(text: str) -> int | None:
+    """``text`` as a number a row can hold, or None (no such row)."""
+    n = int(text)
+    return n if n <= LARGEST_ID else None
+
+
 def host_by(db: sqlite3.Connection, ref: str) -> dict | None:
     """A host by id, name, VLAN id ("vlan:N") or bridge MAC."""
     if ref.startswith("vlan:") and ref[5:].isdigit():
-        row = db.execute("SELECT * FROM hosts WHERE vlan = ?", (int(ref[5:]),)).fetchone()
+        if (vlan := _number(ref[5:])) is None:
+            return None
+        row = db.execute("SELECT * FROM hosts WHERE vlan = ?", (vlan,)).fetchone()
     elif ref.isdigit():
-        row = db.execute("SELECT * FROM hosts WHERE id = ?", (int(ref),)).fetchone()
+        if (id_ := _number(ref)) is None:
+            return None
+        row = db.execute("SELECT * FROM hosts WHERE id = ?", (id_,)).fetchone()
     else:
         row = db.execute("SELECT * FROM hosts WHERE name = ? OR mac = ?", (ref, ref.lower())).fetchone()
     return dict(row) if row else None
@@ -191,7 +205,9 @@ def host_by(db: sqlite3.Connection, ref: str) -> dict | None:
 def device_by(db: sqlite3.Connection, ref: str) -> dict | None:
     """A device by id, name or bridge MAC."""
     if ref.isdigit():
-        row = db.execute("SELECT * FROM devices WHERE id = ?", (int(ref),)).fetchone()
+        if (id_ := _number(ref)) is None:
+            return None
+        row = db.execute("SELECT * FROM devices WHERE id = ?", (id_,)).fetchone()
     else:
         row = db.execute("SELECT * FROM devices WHERE name = ? OR mac = ?", (ref, ref.lower())).fetchone()
     return dict(row) if row else None
@@ -224,6 +240,14 @@ def events(db: sqlite3.Connection, vlan: int | None, since: int, limit: int) -> 
     return [dict(r) for r in db.execute(sql + " ORDER BY id LIMIT ?", args + (limit,))]
 
 
+# The longest target, detail or message an audit entry keeps (characters).
+AUDIT_TEXT = 256
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
 def add_audit(
     db: sqlite3.Connection,
     who: str,
@@ -234,10 +258,14 @@ def add_audit(
     message: str = "",
 ) -> int:
     result = "ok" if status < 400 else "refused"
+    # A refused change may carry whatever a caller sent: the entry keeps the start of it.
+    details = json.dumps(detail, sort_keys=True)
+    if len(details) > AUDIT_TEXT:
+        details = json.dumps({"cut": _cut(details, AUDIT_TEXT)})
     cur = db.execute(
         "INSERT INTO audit (at, who, action, target, detail, result, status, message)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (now(), who, action, target, json.dumps(detail, sort_keys=True), result, status, message),
+        (now(), who, action, _cut(target, AUDIT_TEXT), details, result, status, _cut(message, AUDIT_TEXT)),
     )
     return int(cur.lastrowid)
 
