@@ -105,6 +105,15 @@ def test_trace_is_written_for_the_first_point(tca, tmp_path):
         (["bandwidth", "--platform", "missing/x.toml"], "platform file not found"),
         (["bandwidth"], "--platform is required"),
         (["budget", "--fabric", "net"], "budget applies to --fabric sim only"),
+        # A size the simulator cannot hold (100 GiB aborted, 4 GiB was killed for memory, 1 TiB
+        # of budget raised a traceback), and lists where one size is measured.
+        (
+            ["bandwidth", "--platform", "hxb-testbed-2006", "--links", "2", "--sizes", "100G"],
+            "at most 256 MiB",
+        ),
+        (["budget", "--platform", "hxb-testbed-2006", "--sizes", "1T"], "at most 256 MiB"),
+        (["latency", "--platform", "hxb-testbed-2006", "--sizes", "8,1024"], "give one size"),
+        (["neighbour", "--platform", "hxb-testbed-2006", "--sizes", "4,1M"], "give one size"),
     ],
 )
 def test_errors_are_one_line(tca, args, fragment):

@@ -155,9 +155,25 @@ def _links(args, default: str, high: int = 64) -> list[int]:
     return parse_counts(args.links or default, "--links", (1, high))
 
 
+# The largest message the simulator takes: it holds each message's frames and bytes, about six
+# times the message (4 GiB outgrew this machine's 24 GiB).
+MAX_SIM_SIZE = 256 << 20
+
+
+def _sizes(args, default: str, one: str | None = None) -> list[int]:
+    """The message sizes of ``--sizes`` (``default`` when not given), at most
+    ``MAX_SIM_SIZE``; exactly one where ``one`` names why."""
+    sizes = parse_sizes(args.sizes or default)
+    if max(sizes) > MAX_SIM_SIZE:
+        raise TcaError(f"--sizes: at most {MAX_SIM_SIZE >> 20} MiB on the simulator")
+    if one is not None and len(sizes) != 1:
+        raise TcaError(f"--sizes: give one size ({one})")
+    return sizes
+
+
 def _bandwidth(args, path, name, trace, update) -> tuple[list[Row], str]:
     links = _links(args, "2,4,6,8,9")
-    sizes = parse_sizes(args.sizes or "4:1M")
+    sizes = _sizes(args, "4:1M")
     peak = max(sizes)
     rows: list[Row] = []
     jobs = [(k, s) for k in links for s in sizes]
@@ -247,7 +263,7 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
     need 12 ports, the testbed has 9)."""
     links = _links(args, "2")
     relays = parse_counts(args.relays, "--relays", (0, 2))
-    size = parse_sizes(args.sizes or "4")[0]
+    size = _sizes(args, "4", "the latency is measured at one size, for each link count and relay count")[0]
     rows: list[Row] = []
     skipped: list[str] = []
     total, done = len(links) * len(relays), 0
@@ -322,7 +338,7 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
 def _neighbour(args, path, name, trace, update) -> tuple[list[Row], str]:
     links = _links(args, "2")
     dims = parse_counts(args.dims, "--dims", (1, 3))
-    size = max(parse_sizes(args.sizes or "1M"))
+    size = _sizes(args, "1M", "the neighbour exchange is measured at one size")[0]
     rows: list[Row] = []
     total, done = len(links) * len(dims) * 3, 0
     for k in links:
@@ -366,7 +382,7 @@ def _neighbour(args, path, name, trace, update) -> tuple[list[Row], str]:
 
 def _budget(args, path, name, update) -> tuple[list[Row], str]:
     links = _links(args, "1,2,4,6,8,10")
-    sizes = parse_sizes(args.sizes or "1500,4096,8192")
+    sizes = _sizes(args, "1500,4096,8192")
     rows: list[Row] = []
     total, done = len(links) * len(sizes), 0
     for k in links:
