@@ -85,6 +85,14 @@ def test_bench_sim_every_workload(workload):
         assert time["victream"] < time["fifo"] and time["victream"] < time["ptask"]
 
 
+def test_a_lineage_thousands_deep_expands():
+    # The analyzer recurses once per level of lineage: 200 iterations of blur ended in a
+    # RecursionError traceback.
+    args = ("victream", "bench", "--workload", "blur", "--iterations", "2000", "--scheduler", "victream")
+    rows = json.loads(_tca(*args, "--mode", "sim", "--data", "16MiB", "--json"))
+    assert _totals(rows, "s")["victream"] > 0
+
+
 def test_bench_sim_is_deterministic():
     args = ("victream", "bench", "--workload", "blur", *SIM)
     assert _tca(*args) == _tca(*args)

@@ -11,6 +11,7 @@ its source catalog, its cached GRDDs, its partition size and kernel cost model.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,33 @@ from tca.victream.core import bykey
 from tca.victream.core.dag import Batch, Partition, Subtask
 
 Members = list[tuple[int, ...]]  # a GRDD's partitions: the pids of each (zip joins them)
+
+# Python frames the expansion takes per level of a GRDD's lineage (request, the expander, the
+# callback, resolve), with room to spare: it recurses once per level.
+FRAMES_PER_LEVEL = 16
+
+
+def lineage_depth(node) -> int:
+    """The longest chain of parents above ``node``, itself included (found without recursion:
+    a lineage may be thousands of GRDDs deep, as an iterative blur builds it)."""
+    depth: dict[int, int] = {}
+    stack = [(node, False)]
+    while stack:
+        n, parents_done = stack.pop()
+        if n.id in depth:
+            continue
+        if parents_done:
+            depth[n.id] = 1 + max((depth[p.id] for p in n.parents), default=0)
+        else:
+            stack.append((n, True))
+            stack.extend((p, False) for p in n.parents if p.id not in depth)
+    return depth[node.id]
+
+
+def room_for(depth: int) -> None:
+    """Raises Python's recursion limit (never lowers it: other threads may be deep) so that a
+    lineage ``depth`` levels deep expands: 200 iterations of blur ended in RecursionError."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000 + FRAMES_PER_LEVEL * depth))
 
 
 class Plan:
@@ -51,6 +79,7 @@ class Plan:
             if action == "outputFile":
                 self.file_results.update(self.result_pids)
 
+        room_for(lineage_depth(node))
         self.request(node, done)
         return self.take()
 
