@@ -145,6 +145,12 @@ def _tca(*args):
         (["victream", "bench", "--mode", "sim", "--device-memory", "1MiB", "--partition", "1MiB"], "needs"),
         (["victream", "optimal", "--workload", "sort"], "unknown case 'sort'"),
         (["victream", "optimal", "--mode", "virtual"], "sim mode only"),
+        # More than any address space holds: numpy's MemoryError was a traceback.
+        (
+            ["victream", "bench", "--mode", "virtual", "--data", "200TiB", "--partition", "4GiB"]
+            + ["--device-memory", "64GiB", "--scheduler", "victream"],
+            "out of memory: Unable to allocate",
+        ),
     ],
 )
 def test_cli_errors_are_one_line(args, msg):

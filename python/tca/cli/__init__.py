@@ -54,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     except TcaError as e:
         print(f"tca: error: {e}", file=sys.stderr)
         return 2
+    except MemoryError as e:
+        # numpy names the size it could not have ("Unable to allocate 96.9 GiB ...").
+        detail = f": {str(e).splitlines()[0]}" if str(e) else ""
+        print(f"tca: error: out of memory{detail} (ask for less data)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
