@@ -96,3 +96,26 @@ def test_cli_unreachable_manager():
     assert proc.stderr.startswith("tca: error: cannot reach the pool manager at http://127.0.0.1:9")
     proc = tca("status", "--url", "ftp://x")
     assert proc.stderr.strip() == "tca: error: --url ftp://x: expected http://HOST:PORT"
+
+
+def test_a_server_that_is_not_a_pool_manager_is_named_on_one_line(tmp_path):
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    def handler(*args, **kwargs):
+        return Quiet(*args, directory=str(tmp_path), **kwargs)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc = tca("status", url=f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "404: not a pool manager's answer: <!DOCTYPE" in lines[0], proc.stderr

@@ -56,14 +56,16 @@ class Client:
         try:
             return response.status, json.loads(raw) if raw else None
         except ValueError:
-            return response.status, {"error": raw.decode(errors="replace")[:200]}
+            # Not a pool manager's answer (another server at that URL): its start, on one line.
+            text = " ".join(raw.decode(errors="replace").split())
+            return response.status, {"error": f"not a pool manager's answer: {text[:120]}"}
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         """The decoded answer; ClientError with the server's message on any error status."""
         status, answer = self.request(method, path, body)
         if status >= 400:
             message = answer.get("error") if isinstance(answer, dict) else None
-            raise ClientError(status, f"{status}: {message or answer}")
+            raise ClientError(status, f"{status}: {message or answer or 'an empty answer'}")
         return answer
 
     def close(self) -> None:
