@@ -53,6 +53,15 @@ def test_latency_rows_reproduce_table6(tca):
     assert (pen["unit"], pen["paper"]) == ("%", 26) and abs(pen["value"] - 26) < 2.6
 
 
+def test_the_4_byte_penalty_does_not_depend_on_the_order_of_relays(tca):
+    def penalties(relays):
+        rows = rows_of(tca, "latency", "--platform", "hxb-testbed-2006", "--relays", relays)
+        return {r["x"]: r["value"] for r in rows if "penalty" in r["series"]}
+
+    assert penalties("0,1,2") == penalties("2,1,0")
+    assert penalties("1,2") == {r: v for r, v in penalties("0,1,2").items() if r > 0}
+
+
 def test_neighbour_rows_reproduce_table5_on_pacs_cs(tca):
     rows = rows_of(tca, "neighbour", "--platform", "pacs-cs", "--dims", "3")
     bidir = one(rows, "HXB x2 bidirectional", 3)

@@ -268,7 +268,8 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
     skipped: list[str] = []
     total, done = len(links) * len(relays), 0
     for k in links:
-        base4 = None
+        # The 4 B penalty is against no relay, whichever relays are asked for and in any order.
+        base4 = _call(_native.hxb_routed, path, 0, k, 4)["bytes_per_second"] if k <= ports else None
         for r in relays:
             if k * (r + 1) > ports:
                 skipped.append(f"{k} links x {r} relays needs {k * (r + 1)} ports, {name} has {ports}")
@@ -307,8 +308,6 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
                 )
             )
             small = _call(_native.hxb_routed, path, r, k, 4)["bytes_per_second"]
-            if r == 0:
-                base4 = small
             if base4 is not None:
                 penalty = TABLE6_PENALTY[r] if k == 2 else None
                 rows.append(
