@@ -198,6 +198,7 @@ def test_every_bad_request_is_a_clear_4xx(pool):
         ("GET", "/api/nothing", None, 404, "no such endpoint"),
         ("PUT", "/api/hosts", None, 405, "method not allowed"),
         ("POST", "/api/hosts", {"name": "a" * 70000}, 413, "over 65536 bytes"),
+        ("POST", "/api/devices/d0/unassign", {"x": 1}, 400, "unknown field 'x'"),
         # Numbers past SQLite's 64-bit INTEGER: 4xx, not 500.
         ("GET", f"/api/events?since={10**25}", None, 400, "since"),
         ("GET", f"/api/audit?since={10**25}", None, 400, "since"),

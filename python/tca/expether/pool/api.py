@@ -33,7 +33,9 @@ def fields(body: object, required: tuple[str, ...], optional: tuple[str, ...] = 
         raise PoolError(400, "the request body must be a JSON object")
     unknown = sorted(set(body) - set(required) - set(optional))
     if unknown:
-        raise PoolError(400, f"unknown field {shown(unknown[0])}: expected {', '.join(required + optional)}")
+        raise PoolError(
+            400, f"unknown field {shown(unknown[0])}: expected {', '.join(required + optional) or 'none'}"
+        )
     for key in required:
         if key not in body:
             raise PoolError(400, f"missing field {shown(key)}")
@@ -170,7 +172,9 @@ def create_app(manager: Manager) -> FastAPI:
         return manager.assign(caller, ref, fields(body, ("vlan",))["vlan"])
 
     @app.post("/api/devices/{ref}/unassign")
-    def unassign(ref: str, caller: changer("unassign")) -> dict:
+    def unassign(ref: str, body: JsonBody, caller: changer("unassign")) -> dict:
+        if body is not None and body != {}:
+            fields(body, ())  # it takes none: a field is refused as on every other endpoint
         return manager.unassign(caller, ref)
 
     @app.get("/api/events")
