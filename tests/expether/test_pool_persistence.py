@@ -5,6 +5,7 @@ the simulated system behind it is restored exactly."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 
@@ -81,6 +82,20 @@ def test_one_manager_per_database_and_clear_start_errors(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and text in lines[0], (args, proc.stderr)
+    assert not (tmp_path / "garbage.db.lock").exists(), "a refused start leaves no lock file"
+    # A busy port: the new database is not left behind either.
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    fresh = tmp_path / "fresh.db"
+    try:
+        proc = run(
+            "--db", str(fresh), "--port", str(busy.getsockname()[1]), "--admin-token", "0123456789abcdef"
+        )
+    finally:
+        busy.close()
+    assert proc.returncode == 2 and "cannot listen" in proc.stderr, proc.stderr
+    assert not list(tmp_path.glob("fresh.db*")), list(tmp_path.glob("fresh.db*"))
 
 
 def test_a_new_database_prints_a_fresh_admin_token_once(tmp_path):

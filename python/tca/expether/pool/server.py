@@ -31,6 +31,9 @@ def serve(
         raise TcaError(f"--db {db}: directory {path.parent} does not exist")
     if not 0 <= port <= 65535:
         raise TcaError(f"--port {port}: expected 0..65535")
+    # What a start-up that fails (a busy port, a file that is no database) leaves is removed.
+    ours = [Path(f"{path}{suffix}") for suffix in ("", ".lock", "-wal", "-shm", "-journal")]
+    ours = [f for f in ours if not f.exists()]
     lock = open(f"{path}.lock", "a+")  # noqa: SIM115 - held for the life of the server
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -39,12 +42,21 @@ def serve(
     try:
         system = make_backend(backend, **(options or {}))
     except BackendError as e:
+        _remove(ours)
         raise TcaError(str(e)) from None
     try:
         _serve(db, path, host, port, admin_token, backend, system)
+    except TcaError:
+        _remove(ours)
+        raise
     finally:
         system.close()
     return 0
+
+
+def _remove(files: list[Path]) -> None:
+    for f in files:
+        f.unlink(missing_ok=True)
 
 
 def _serve(db: str, path: Path, host: str, port: int, admin_token: str | None, backend: str, system) -> None:
