@@ -123,6 +123,7 @@ def test_trace_is_written_for_the_first_point(tca, tmp_path):
         (["budget", "--platform", "hxb-testbed-2006", "--sizes", "1T"], "at most 256 MiB"),
         (["latency", "--platform", "hxb-testbed-2006", "--sizes", "8,1024"], "give one size"),
         (["neighbour", "--platform", "hxb-testbed-2006", "--sizes", "4,1M"], "give one size"),
+        (["budget", "--platform", "hxb-testbed-2006", "--trace", "t.json"], "--trace applies to bandwidth"),
     ],
 )
 def test_errors_are_one_line(tca, args, fragment):

@@ -147,6 +147,10 @@ def run(args: argparse.Namespace, update: Update) -> tuple[list[Row], str]:
     if bench == "neighbour":
         return _neighbour(args, path, name, trace, update)
     if bench == "budget":
+        if getattr(args, "trace", None):
+            raise TcaError(
+                "--trace applies to bandwidth, latency and neighbour: budget is a sum of costs, with no spans"
+            )
         return _budget(args, path, name, update)
     raise TcaError(f"unknown benchmark '{bench}'")
 
