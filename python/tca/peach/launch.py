@@ -18,6 +18,7 @@ TCA calls drive the simulated fabric on SimGrid's clock (:mod:`tca.peach.cc`).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import select
@@ -340,6 +341,14 @@ def signal_pids(procs: list[tuple[int, str]], signum: int) -> None:
             pass
 
 
+@functools.cache
+def _prctl():
+    """libc's prctl, looked up once."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl
+
+
 class Job:
     """The processes of one job, reaped as soon as each ends (so that peers see a dead rank at
     once, not a zombie, and the launcher knows which rank failed first).
@@ -391,10 +400,7 @@ class Job:
     def start(self, command: list[str], env: dict[str, str], preexec, name: str | None = None) -> None:
         """Starts one process; ``name`` is how messages call it (default: rank N)."""
         self.names.append(name or f"rank {len(self.procs)}")
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-        launcher = os.getpid()
+        prctl, launcher = _prctl(), os.getpid()
 
         def in_child() -> None:
             prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
