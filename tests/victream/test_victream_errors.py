@@ -170,3 +170,17 @@ def test_cupy_mode_without_a_gpu_is_one_line():
     r = _tca("victream", "bench", "--mode", "cupy")
     assert r.returncode == 2 and r.stderr.startswith("tca: error: cupy mode:")
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def _assert_one_line_error(r, msg):
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tca: error: "), r.stderr
+    assert msg in lines[0], r.stderr
+    assert r.stdout == ""
+
+
+def test_bench_platform_needs_attach_expether():
+    # --platform was silently ignored by the local comparison of schedulers
+    r = _tca("victream", "bench", "--mode", "sim", "--platform", "expether-prototype")
+    _assert_one_line_error(r, "--platform needs --attach expether")

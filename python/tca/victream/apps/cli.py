@@ -44,7 +44,10 @@ def add_parser(subparsers) -> None:
         help="local, or expether: Victream's performance with the GPUs behind ExpEther relative to "
         "local GPUs, in sim mode, beside seed 002 Table 6.3",
     )
-    b.add_argument("--platform", default="expether-40gbe", help="ExpEther platform of --attach expether")
+    b.add_argument(
+        "--platform",
+        help="with --attach expether: the ExpEther platform, a name or .toml file (default expether-40gbe)",
+    )
     b.add_argument(
         "--scheduler", default=",".join(POLICIES), help="comma-separated schedulers (default: all)"
     )
@@ -85,6 +88,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_expether(args)
     if args.attach != "local":
         raise TcaError(f"unknown attachment '{args.attach}' (expected local or expether)")
+    if args.platform is not None:
+        raise TcaError("--platform needs --attach expether (the ExpEther platform the GPUs sit behind)")
     for k, v in LOCAL_DEFAULTS.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -165,13 +170,14 @@ def cmd_bench_expether(args: argparse.Namespace) -> int:
         )
     if args.mode not in ("auto", "sim"):
         raise TcaError("--attach expether is a sim-mode model (--mode sim)")
+    platform = args.platform or "expether-40gbe"
     workloads = list(E.WORKLOADS) if args.workload == "all" else [args.workload]
     devices = _int_list(args.devices or "1,2,3,4", "--devices")
     output.check_files(args)
-    points = E.run(workloads, devices, args.platform)
-    rows = E.rows(points, args.platform)
+    points = E.run(workloads, devices, platform)
+    rows = E.rows(points, platform)
     title = (
-        f"tca victream bench --attach expether ({args.platform}): Victream with the GPUs behind ExpEther "
+        f"tca victream bench --attach expether ({platform}): Victream with the GPUs behind ExpEther "
         "relative to GPUs in I/O slots, sim mode (seed 002 §6.3, Table 6.3)"
     )
     return output.emit(rows, title, args)
