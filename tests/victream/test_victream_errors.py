@@ -184,3 +184,9 @@ def test_bench_platform_needs_attach_expether():
     # --platform was silently ignored by the local comparison of schedulers
     r = _tca("victream", "bench", "--mode", "sim", "--platform", "expether-prototype")
     _assert_one_line_error(r, "--platform needs --attach expether")
+
+
+def test_bench_seed_does_not_apply_to_attach_expether():
+    # the ExpEther comparison runs in sim mode on data it never generates: --seed was ignored
+    r = _tca("victream", "bench", "--attach", "expether", "--seed", "5", "--devices", "1")
+    _assert_one_line_error(r, "--seed does not apply")

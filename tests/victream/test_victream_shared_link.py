@@ -87,7 +87,7 @@ def test_unknown_platform_is_a_one_line_error():
     [
         (["--devices", "1,2"], "lists need --attach expether"),
         (["--attach", "pcie"], "unknown attachment 'pcie'"),
-        (["--attach", "expether", "--data", "1GB"], "--data do not apply"),
+        (["--attach", "expether", "--data", "1GB"], "--data does not apply"),
         (["--attach", "expether", "--mode", "virtual"], "sim-mode model"),
         (["--attach", "expether", "--workload", "pansharpen"], "unknown workload 'pansharpen'"),
         (["--attach", "expether", "--devices", "1,x"], "--devices: expected comma-separated numbers"),

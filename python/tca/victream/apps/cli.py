@@ -58,7 +58,7 @@ def add_parser(subparsers) -> None:
     )
     b.add_argument("--iterations", type=int, help="iterations (logreg, blur, matmul)")
     b.add_argument("--compute-speed", type=float, help="device compute speed factor (default 1)")
-    b.add_argument("--seed", type=int, default=1, help="seed of the synthetic data (default 1)")
+    b.add_argument("--seed", type=int, help="seed of the synthetic data (default 1)")
     b.add_argument("--check", action="store_true", help="compare every result with the NumPy reference")
     b.add_argument("--json", action="store_true", help="print rows as one JSON array and nothing else")
     b.add_argument("--plot", metavar="FILE.png", help="write a timeline of every scheduler")
@@ -80,6 +80,7 @@ LOCAL_DEFAULTS = {
     "data": "512MiB",
     "partition": "auto",
     "compute_speed": 1.0,
+    "seed": 1,
 }
 
 
@@ -166,7 +167,7 @@ def cmd_bench_expether(args: argparse.Namespace) -> int:
     if given:
         raise TcaError(
             f"--attach expether runs the seed's §6.1 set-up with the victream scheduler: {', '.join(given)} "
-            "do not apply"
+            f"{'does' if len(given) == 1 else 'do'} not apply"
         )
     if args.mode not in ("auto", "sim"):
         raise TcaError("--attach expether is a sim-mode model (--mode sim)")
