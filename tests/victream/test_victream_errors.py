@@ -190,3 +190,13 @@ def test_bench_seed_does_not_apply_to_attach_expether():
     # the ExpEther comparison runs in sim mode on data it never generates: --seed was ignored
     r = _tca("victream", "bench", "--attach", "expether", "--seed", "5", "--devices", "1")
     _assert_one_line_error(r, "--seed does not apply")
+
+
+@pytest.mark.parametrize(
+    "option,msg",
+    [(["--check"], "--check needs results to compare"), (["--seed", "5"], "--seed seeds the synthetic data")],
+)
+def test_bench_check_and_seed_do_not_apply_to_sim_mode(option, msg):
+    # sim mode generates no data and computes no result: both were silently ignored
+    r = _tca("victream", "bench", "--mode", "sim", "--data", "32MiB", "--scheduler", "victream", *option)
+    _assert_one_line_error(r, msg)

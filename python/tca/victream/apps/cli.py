@@ -91,6 +91,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise TcaError(f"unknown attachment '{args.attach}' (expected local or expether)")
     if args.platform is not None:
         raise TcaError("--platform needs --attach expether (the ExpEther platform the GPUs sit behind)")
+    if args.mode == "sim":
+        # sim mode moves no data: nothing is generated and no result computed
+        if args.check:
+            raise TcaError(
+                "--check needs results to compare, and --mode sim computes none (--mode virtual or cupy)"
+            )
+        if args.seed is not None:
+            raise TcaError(
+                "--seed seeds the synthetic data, and --mode sim generates none (--mode virtual or cupy)"
+            )
     for k, v in LOCAL_DEFAULTS.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
