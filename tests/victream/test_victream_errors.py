@@ -200,3 +200,11 @@ def test_bench_check_and_seed_do_not_apply_to_sim_mode(option, msg):
     # sim mode generates no data and computes no result: both were silently ignored
     r = _tca("victream", "bench", "--mode", "sim", "--data", "32MiB", "--scheduler", "victream", *option)
     _assert_one_line_error(r, msg)
+
+
+@pytest.mark.parametrize("attach", [[], ["--attach", "expether"]])
+def test_bench_unknown_mode_lists_auto_with_the_others(attach):
+    # 'AUTO' was answered with a list that left out auto, the default (and, with --attach
+    # expether, with "a sim-mode model")
+    r = _tca("victream", "bench", "--mode", "AUTO", *attach)
+    _assert_one_line_error(r, "unknown mode 'AUTO' (expected one of: auto, virtual, cupy, sim)")

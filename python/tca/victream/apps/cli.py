@@ -85,6 +85,8 @@ LOCAL_DEFAULTS = {
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.mode not in ("auto", *MODES):
+        raise TcaError(f"unknown mode '{args.mode}' (expected one of: auto, {', '.join(MODES)})")
     if args.attach == "expether":
         return cmd_bench_expether(args)
     if args.attach != "local":
@@ -114,8 +116,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from tca.victream.runtime.devices import cupy_available
 
         args.mode = "cupy" if cupy_available()[0] else "virtual"
-    if args.mode not in MODES:
-        raise TcaError(f"unknown mode '{args.mode}' (expected one of: {', '.join(MODES)})")
     if args.devices < 1:
         raise TcaError("--devices must be at least 1")
     if args.iterations is not None and args.iterations < 1:
