@@ -128,6 +128,22 @@ def test_a_new_database_prints_a_fresh_admin_token_once(tmp_path):
     assert proc.stderr.read() == ""  # printed once only
 
 
+@pytest.mark.parametrize(
+    "args,text",
+    [
+        (["--system", "/tmp/none.sock"], "--system applies to --backend software only"),
+        (["--system-hosts", "3", "--system-devices", "1"], "--system-hosts, --system-devices apply to"),
+    ],
+)
+def test_serve_refuses_system_options_with_the_sim_backend(tmp_path, args, text):
+    # the sim backend drives no system: these options were silently ignored
+    proc = run("--db", str(tmp_path / "pool.db"), "--port", "0", *args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tca: error: ") and text in lines[0], proc.stderr
+    assert proc.stdout == "" and not list(tmp_path.iterdir())
+
+
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "tca", "expether", "pool", "serve", *args],

@@ -136,3 +136,59 @@ def test_assign_move_release_with_block_io(tmp_path):
     assert not left, f"namespaces left behind: {sorted(left)}"
     assert not os.path.exists(sock)
     assert time.monotonic() - t0 < 20
+
+
+def _fake_system(path: str, hosts: int, devices: int):
+    """A control socket that answers ``list`` as a system of ``hosts`` hosts and ``devices``
+    devices would (no root needed); returns the listening socket and its thread."""
+    import json
+    import socket
+    import threading
+
+    listing = {
+        "ok": True,
+        "hosts": [{"mac": f"02:ee:01:00:00:0{i + 1}", "vlan": None} for i in range(hosts)],
+        "devices": [{"mac": f"02:ee:02:00:00:0{j + 1}", "vlan": None} for j in range(devices)],
+        "namespaces": [],
+    }
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen()
+
+    def answer():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rw", encoding="utf-8") as f:
+                for _line in f:
+                    f.write(json.dumps(listing) + "\n")
+                    f.flush()
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    return server, thread
+
+
+@pytest.mark.parametrize(
+    "counts,text",
+    [
+        (dict(hosts=3), "--system-hosts 3: the system attached to at .* has 2 "),
+        (dict(devices=2), "--system-devices 2: the system attached to at .* has 1 "),
+    ],
+)
+def test_attaching_to_a_system_checks_the_counts_given(counts, text):
+    # --system-hosts and --system-devices were silently ignored when a system listened already
+    from tca.expether.pool.software import SoftwareBackend
+
+    sock_dir = tempfile.mkdtemp(prefix="tca-pool-")
+    server, _ = _fake_system(f"{sock_dir}/system.sock", hosts=2, devices=1)
+    try:
+        with pytest.raises(BackendError, match=text):
+            SoftwareBackend(f"{sock_dir}/system.sock", **counts)
+        SoftwareBackend(f"{sock_dir}/system.sock", hosts=2, devices=1).close()  # the counts it has
+        SoftwareBackend(f"{sock_dir}/system.sock").close()  # none given: attached as it is
+    finally:
+        server.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)

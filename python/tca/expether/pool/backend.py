@@ -160,10 +160,12 @@ class SimBackend(Backend):
 BACKENDS = ("sim", "software")
 
 
-def make_backend(name: str, system: str | None = None, hosts: int = 2, devices: int = 2) -> Backend:
+def make_backend(
+    name: str, system: str | None = None, hosts: int | None = None, devices: int | None = None
+) -> Backend:
     """The backend called ``name``. ``software`` needs ``system``, the path of the software
     system's control socket (attached to if a system listens there, else one with ``hosts``
-    hosts and ``devices`` devices is started)."""
+    hosts and ``devices`` devices, 2 each when None, is started)."""
     if name == "sim":
         return SimBackend()
     if name == "software":

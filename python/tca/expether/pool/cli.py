@@ -39,10 +39,14 @@ def add_parser(subparsers) -> None:
         help="software: the system's control socket; attached to if one listens there, else one is started",
     )
     s.add_argument(
-        "--system-hosts", type=int, default=2, help="software, started: host namespaces (default 2)"
+        "--system-hosts",
+        type=int,
+        help="software: host namespaces of the system started (default 2), or of the one attached to",
     )
     s.add_argument(
-        "--system-devices", type=int, default=2, help="software, started: pooled devices (default 2)"
+        "--system-devices",
+        type=int,
+        help="software: pooled devices of the system started (default 2), or of the one attached to",
     )
     s.set_defaults(func=cmd_serve)
 
@@ -92,6 +96,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from tca.expether.pool.server import serve
 
     options = {"system": args.system, "hosts": args.system_hosts, "devices": args.system_devices}
+    names = {"system": "--system", "hosts": "--system-hosts", "devices": "--system-devices"}
+    given = [names[k] for k, v in options.items() if v is not None]
+    if args.backend == "sim" and given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise TcaError(
+            f"{', '.join(given)} {verb} to --backend software only (the sim backend drives no system)"
+        )
     return serve(args.db, args.host, args.port, args.admin_token, args.backend, options)
 
 

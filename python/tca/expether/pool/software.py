@@ -99,14 +99,27 @@ class SoftwareBackend(SimBackend):
 
     name = "software"
 
-    def __init__(self, path: str | Path, hosts: int = 2, devices: int = 2):
+    def __init__(self, path: str | Path, hosts: int | None = None, devices: int | None = None):
+        """Starts a system of ``hosts`` hosts and ``devices`` devices (2 each when None) unless
+        one listens at ``path``; one attached to must have the counts given."""
         super().__init__()
         self.path = str(path)
         self.proc: subprocess.Popen | None = None
         if not _listening(self.path):
-            self.proc = self._start(hosts, devices)
+            self.proc = self._start(2 if hosts is None else hosts, 2 if devices is None else devices)
         self.system = SystemClient(self.path)
         listing = self.system.call("list")
+        if self.proc is None:
+            for option, want, have in (
+                ("--system-hosts", hosts, len(listing["hosts"])),
+                ("--system-devices", devices, len(listing["devices"])),
+            ):
+                if want is not None and want != have:
+                    self.system.close()
+                    raise BackendError(
+                        f"{option} {want}: the system attached to at {self.path} has {have} "
+                        f"(the counts apply to a system serve starts)"
+                    )
         self.host_bridges = {h["mac"]: h for h in listing["hosts"]}
         self.device_bridges = {d["mac"]: d for d in listing["devices"]}
         # The state the system should hold: host MAC -> VLAN, device MAC -> (VLAN, slot).
