@@ -85,6 +85,24 @@ def test_bad_input_is_one_line(tca, args, fragment):
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
+@pytest.mark.parametrize(
+    "args,option",
+    [([*LAT, "--sizes", "4K"], o) for o in ("--platform", "--sizes", "--plot", "--trace")]
+    + [(AGG, o) for o in ("--platform", "--plot", "--trace")]
+    + [(["expether", "bench", "io"], o) for o in ("--paths", "--loss", "--rate")],
+)
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_option_value_is_named(capsys, args, option, value):
+    # "" was an unknown platform, a --rate that is not like 1G, or nothing at all (--sizes took
+    # its default, --plot and --trace were not written)
+    from tca.cli import main
+
+    assert main([*args, option, value]) == 2
+    out = capsys.readouterr()
+    assert out.err == f"tca: error: {option}: empty value (give one, or leave the option out)\n"
+    assert out.out == ""
+
+
 def test_bad_platform_file_names_file_and_key(tca, tmp_path):
     from conftest import ROOT
 

@@ -144,6 +144,16 @@ def test_serve_refuses_system_options_with_the_sim_backend(tmp_path, args, text)
     assert proc.stdout == "" and not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("option", ["--db", "--host", "--admin-token", "--backend", "--system"])
+def test_serve_names_an_empty_option_value(tmp_path, option):
+    # --admin-token "" gave a random token and --host "" listened on every address ("http://:PORT/")
+    args = {"--db": str(tmp_path / "pool.db"), "--port": "0", "--backend": "software", option: ""}
+    proc = run(*[x for kv in args.items() for x in kv])
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"tca: error: {option}: empty value (give one, or leave the option out)\n"
+    assert proc.stdout == "" and not list(tmp_path.iterdir())
+
+
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "tca", "expether", "pool", "serve", *args],

@@ -133,6 +133,40 @@ def test_errors_are_one_line(tca, args, fragment):
     assert len(lines) == 1 and fragment in lines[0], proc.stderr
 
 
+LATENCY = ["latency", "--platform", "hxb-testbed-2006", "--links", "2", "--sizes", "4"]
+
+
+@pytest.mark.parametrize(
+    "args,option",
+    [
+        (LATENCY, o)
+        for o in (
+            "--platform",
+            "--links",
+            "--sizes",
+            "--relays",
+            "--rate",
+            "--loss",
+            "--baselines",
+            "--plot",
+            "--trace",
+        )
+    ]
+    + [(["neighbour", "--platform", "hxb-testbed-2006", "--links", "2"], "--dims")]
+    + [(["bandwidth", "--fabric", "net"], o) for o in ("--links", "--sizes", "--rate", "--loss")],
+)
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_option_value_is_named(capsys, args, option, value):
+    # "" was an unknown platform, a list that is not one, or nothing at all (--links and
+    # --sizes took their defaults, --plot was not written)
+    from tca.cli import main
+
+    assert main(["hxb", "bench", *args, option, value]) == 2
+    out = capsys.readouterr()
+    assert out.err == f"tca: error: {option}: empty value (give one, or leave the option out)\n"
+    assert out.out == ""
+
+
 def test_platforms_command_still_lists_only_tca_platforms(tca):
     out = tca("platforms").stdout
     assert "peach2-testbed-2013" in out and "pacs-cs" not in out

@@ -208,3 +208,39 @@ def test_bench_unknown_mode_lists_auto_with_the_others(attach):
     # expether, with "a sim-mode model")
     r = _tca("victream", "bench", "--mode", "AUTO", *attach)
     _assert_one_line_error(r, "unknown mode 'AUTO' (expected one of: auto, virtual, cupy, sim)")
+
+
+SIM_BENCH = ["--mode", "sim", "--data", "32MiB", "--scheduler", "victream"]
+
+
+@pytest.mark.parametrize(
+    "command,option",
+    [
+        (["bench", *SIM_BENCH], o)
+        for o in (
+            "--workload",
+            "--devices",
+            "--device-memory",
+            "--bus-bandwidth",
+            "--bus-latency",
+            "--data",
+            "--partition",
+            "--attach",
+            "--platform",
+            "--scheduler",
+            "--mode",
+            "--plot",
+        )
+    ]
+    + [(["optimal"], "--workload"), (["optimal"], "--mode")],
+)
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_option_value_is_named(capsys, command, option, value):
+    # each option had its own answer to "": an unknown workload '', "not a number", "needs at
+    # least one scheduler", or none at all (--plot and --platform were ignored)
+    from tca.cli import main
+
+    assert main(["victream", *command, option, value]) == 2
+    out = capsys.readouterr()
+    assert out.err == f"tca: error: {option}: empty value (give one, or leave the option out)\n"
+    assert out.out == ""

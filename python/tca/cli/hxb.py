@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from tca import TcaError
+from tca.cli.options import reject_empty
 from tca.cli.output import add_options, check_files, emit
 from tca.common.progress import progress_bar
 
@@ -53,6 +54,7 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    reject_empty(args)
     if args.fabric == "sim":
         if args.platform is None:
             raise TcaError("--platform is required with --fabric sim")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from tca.cli.options import reject_empty
 from tca.cli.output import add_options, check_files, emit
 from tca.common.progress import progress_bar
 
@@ -39,6 +40,7 @@ def add_bench_parser(subparsers):
 def cmd_bench(args: argparse.Namespace) -> int:
     from tca.expether import sim_bench
 
+    reject_empty(args)
     check_files(args)
     with progress_bar(f"expether {args.benchmark}", not args.json) as update:
         rows, title = sim_bench.run(args, update)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from tca import TcaError
+from tca.cli.options import reject_empty
 from tca.cli.output import add_options, check_files, emit
 from tca.common.progress import progress_bar
 
@@ -32,6 +33,7 @@ def add_net_parser(bench_subparsers) -> None:
 def cmd_io(args: argparse.Namespace) -> int:
     from tca.expether import net_bench
 
+    reject_empty(args)
     if args.fabric != "net":
         raise TcaError("tca expether bench io runs on --fabric net only")
     check_files(args)

@@ -93,8 +93,10 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from tca.cli.options import reject_empty
     from tca.expether.pool.server import serve
 
+    reject_empty(args)
     options = {"system": args.system, "hosts": args.system_hosts, "devices": args.system_devices}
     names = {"system": "--system", "hosts": "--system-hosts", "devices": "--system-devices"}
     given = [names[k] for k, v in options.items() if v is not None]

@@ -15,6 +15,7 @@ import argparse
 import time
 
 from tca import TcaError
+from tca.cli.options import reject_empty
 from tca.common.report import Row, to_json
 from tca.units import parse_bytes
 from tca.victream.api.context import MODES
@@ -85,6 +86,7 @@ LOCAL_DEFAULTS = {
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    reject_empty(args)
     if args.mode not in ("auto", *MODES):
         raise TcaError(f"unknown mode '{args.mode}' (expected one of: auto, {', '.join(MODES)})")
     if args.attach == "expether":
@@ -207,6 +209,7 @@ def _int_list(text: str, what: str) -> list[int]:
 def cmd_optimal(args: argparse.Namespace) -> int:
     from tca.victream.apps.optimal import CASES, search
 
+    reject_empty(args)
     if args.mode != "sim":
         raise TcaError("the optimal-schedule search runs in sim mode only (--mode sim)")
     names = list(CASES) if args.workload == "all" else [args.workload]
