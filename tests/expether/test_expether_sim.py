@@ -50,6 +50,50 @@ def test_latency_rows_carry_table_4_1(tca):
     assert {r["kind"] for r in rows if "one TLP" in r["series"]} == {"calibrated"}
 
 
+def test_another_platform_is_not_compared_with_the_prototypes_table(tca, tmp_path):
+    # Table 4.1 was measured on the prototype (2 x 10GbE); on expether-40gbe its 4 KB rows were
+    # labelled calibrated against it (and the 64 MB ones compared at 0.37-0.58)
+    from conftest import ROOT
+
+    text = (ROOT / "platforms/expether/expether-prototype.toml").read_text()
+    copy, edited = tmp_path / "copy.toml", tmp_path / "edited.toml"
+    copy.write_text(text)
+    edited.write_text(text.replace('rate = { value = "10 Gbit/s"', 'rate = { value = "25 Gbit/s"', 1))
+    for platform, compared in (("expether-40gbe", False), (str(edited), False), (str(copy), True)):
+        proc = tca("expether", "bench", "latency", "--platform", platform, "--sizes", "4K", "--json")
+        rows = json.loads(proc.stdout)
+        assert len(rows) == 4
+        if compared:
+            assert all(r["paper"] is not None for r in rows)
+            assert {r["kind"] for r in rows if "one TLP" in r["series"] and r["x"] == 4096} == {"calibrated"}
+        else:
+            assert all(r["paper"] is None and r["source"] is None and r["kind"] == "predicted" for r in rows)
+    out = tca("expether", "bench", "latency", "--platform", "expether-40gbe", "--sizes", "4K").stdout
+    assert "not compared: the seed's numbers are of expether-prototype" in out.splitlines()[0]
+    assert "calibrated  " not in out
+
+
+def test_aggregation_on_another_platform_is_not_compared(monkeypatch):
+    # Fig. 4.10's +41 % (calibrated) was attached to the 40GbE platform's read gain too
+    from tca import _native
+    from tca.expether import sim_bench
+
+    def points(platform, drives):
+        return [
+            {"write": w, "drives": 4, "gain": 40.0, "with": 1.0e9, "without": 0.7e9} for w in (False, True)
+        ]
+
+    monkeypatch.setattr(_native, "expether_aggregation", points)
+    prototype, _ = sim_bench.aggregation_rows("expether-prototype", 4)
+    assert [(r.paper, r.kind) for r in prototype if r.unit == "%"] == [
+        (41.0, "calibrated"),
+        (37.0, "predicted"),
+    ]
+    other, title = sim_bench.aggregation_rows("expether-40gbe", 4)
+    assert [(r.paper, r.kind) for r in other if r.unit == "%"] == [(None, "predicted")] * 2
+    assert title.endswith("(not compared: the seed's numbers are of expether-prototype)")
+
+
 def test_latency_table_and_comparison_on_stdout(tca):
     out = tca(*LAT, "--sizes", "4K,16K").stdout
     assert "read, aggregation" in out and "Table 4.1" in out

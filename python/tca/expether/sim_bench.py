@@ -7,6 +7,10 @@
 - ``latency`` (Table 4.1): one I/O at a time on the RAID-0, mean latency [us] against transfer
   size, read and write, with aggregation ("aggregation") and with one TLP per frame.
 
+The seed measured both on the prototype, ``expether-prototype``: its numbers are attached (and
+rows called calibrated) only on a platform with that platform's values; on another one
+(``expether-40gbe``, an edited file) every row is predicted and none is compared.
+
 ``run(args, update)`` returns ``(rows, title)``; a bad platform or option is a TcaError.
 """
 
@@ -23,6 +27,8 @@ from tca.units import parse_sizes
 SEED = "seed 002"
 FIG_4_10 = f"{SEED} §4.2.2, Fig. 4.10"
 TABLE_4_1 = f"{SEED} §4.2.2, Table 4.1"
+MEASURED_ON = "expether-prototype"  # the platform of Fig. 4.10 and Table 4.1
+NOT_COMPARED = f" (not compared: the seed's numbers are of {MEASURED_ON})"
 
 # Fig. 4.10 (expether.md §9.7): the gain with 4 SSDs; reads calibrated (bridge.extra_header).
 AGGREGATION_PAPER = {("read", 4): (41.0, "calibrated"), ("write", 4): (37.0, "predicted")}
@@ -56,6 +62,18 @@ def _call(fn, *args, **kwargs):
         raise TcaError(str(e)) from e
 
 
+def same_values(platform: str, reference: str) -> bool:
+    """Whether the ExpEther ``platform`` (a name or .toml file) has every parameter value of the
+    platform ``reference``: the seed's numbers measured on ``reference`` are compared only there."""
+    native = _native()
+
+    def values(name: str) -> dict[str, str]:
+        info = _call(native.expether_platform, str(platforms.resolve(name, "expether")))
+        return {key: value for key, value, _source, _calibrated in info["parameters"]}
+
+    return values(platform) == values(reference)
+
+
 def latency_series(direction: str, aggregation: bool) -> str:
     """The series of a Table 4.1 row: it names "aggregation" only when TLPs are aggregated."""
     return f"{direction}, aggregation" if aggregation else f"{direction}, one TLP per frame"
@@ -64,11 +82,14 @@ def latency_series(direction: str, aggregation: bool) -> str:
 def aggregation_rows(platform: str, drives: int | None) -> tuple[list[Row], str]:
     native = _native()
     name = _call(native.expether_platform, platform)["name"]
+    compared = same_values(platform, MEASURED_ON)
     rows = []
     for p in _call(native.expether_aggregation, platform, drives):
         direction = "write" if p["write"] else "read"
         n = p["drives"]
         paper, kind = AGGREGATION_PAPER.get((direction, n), (None, "predicted"))
+        if not compared:
+            paper, kind = None, "predicted"
         rows.append(
             Row(
                 "aggregation",
@@ -85,17 +106,19 @@ def aggregation_rows(platform: str, drives: int | None) -> tuple[list[Row], str]
         )
         for label, key in (("aggregation", "with"), ("one TLP per frame", "without")):
             rows.append(Row("aggregation", name, f"{direction} {label}", n, "SSDs", p[key] / 1e9, "GB/s"))
-    return rows, f"ExpEther adaptive TLP aggregation, RAID-0 of SATA SSDs ({FIG_4_10}) on {name}"
+    title = f"ExpEther adaptive TLP aggregation, RAID-0 of SATA SSDs ({FIG_4_10}) on {name}"
+    return rows, title + ("" if compared else NOT_COMPARED)
 
 
 def latency_rows(platform: str, sizes: list[int]) -> tuple[list[Row], str]:
     native = _native()
     name = _call(native.expether_platform, platform)["name"]
+    compared = same_values(platform, MEASURED_ON)
     rows = []
     for p in _call(native.expether_latency, platform, sizes):
         direction = "write" if p["write"] else "read"
         key = (direction, p["bytes"], p["aggregation"])
-        paper = LATENCY_PAPER.get(key)
+        paper = LATENCY_PAPER.get(key) if compared else None
         calibrated = p["bytes"] == 4096 and not p["aggregation"]
         rows.append(
             Row(
@@ -111,7 +134,8 @@ def latency_rows(platform: str, sizes: list[int]) -> tuple[list[Row], str]:
                 "calibrated" if calibrated and paper is not None else "predicted",
             )
         )
-    return rows, f"ExpEther latency of one I/O at a time ({TABLE_4_1}) on {name}"
+    title = f"ExpEther latency of one I/O at a time ({TABLE_4_1}) on {name}"
+    return rows, title + ("" if compared else NOT_COMPARED)
 
 
 def write_trace(args: argparse.Namespace) -> None:

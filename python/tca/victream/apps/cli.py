@@ -162,6 +162,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_bench_expether(args: argparse.Namespace) -> int:
     """Table 6.3: ExpEther/local per workload and GPU count, in sim mode."""
     from tca.cli import output
+    from tca.expether.sim_bench import same_values
     from tca.victream.apps import expether as E
 
     given = [
@@ -193,6 +194,8 @@ def cmd_bench_expether(args: argparse.Namespace) -> int:
         f"tca victream bench --attach expether ({platform}): Victream with the GPUs behind ExpEther "
         "relative to GPUs in I/O slots, sim mode (seed 002 §6.3, Table 6.3)"
     )
+    if not same_values(platform, E.MEASURED_ON):
+        title += f"; not compared: Table 6.3 is of {E.MEASURED_ON}"
     return output.emit(rows, title, args)
 
 
