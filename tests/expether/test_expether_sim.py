@@ -147,6 +147,28 @@ def test_an_empty_option_value_is_named(capsys, args, option, value):
     assert out.out == ""
 
 
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ([*LAT, "--sizes", "4K,4K"], "--sizes: 4096 B is given twice"),
+        ([*LAT, "--sizes", "4K,64M,4096"], "--sizes: 4096 B is given twice"),
+        (
+            [*LAT, "--sizes", "12K:48K"],
+            "--sizes: 12K:48K: a LOW:HIGH range runs over powers of two and 12288 B is not one",
+        ),
+        (["expether", "bench", "io", "--paths", "1,2,1"], "--paths: 1 is given twice"),
+    ],
+)
+def test_a_value_twice_and_a_range_not_of_powers_of_two_are_refused(capsys, args, message):
+    # 4K,4K ran and printed every row twice; 12K:48K ran 12, 24 and 48 KiB under "LOW:HIGH"
+    from tca.cli import main
+
+    assert main(args) == 2
+    out = capsys.readouterr()
+    assert out.err.startswith(f"tca: error: {message}") and out.err.count("\n") == 1
+    assert out.out == ""
+
+
 def test_bad_platform_file_names_file_and_key(tca, tmp_path):
     from conftest import ROOT
 

@@ -146,6 +146,25 @@ def test_refusals_are_one_line(monkeypatch):
         net_bench.run(_args(), None)
 
 
+@pytest.mark.parametrize(
+    "kw,text",
+    [
+        (dict(sizes="64,64"), "--sizes: 64 B is given twice"),
+        (dict(sizes="1K,1024"), "--sizes: 1024 B is given twice"),
+        (dict(links="2,2"), "--links: 2 is given twice"),
+        (dict(loss="0.01,0.01"), "--loss: 0.01 is given twice"),
+        (dict(baselines="tcp,tcp"), "--baselines: tcp is given twice"),
+        (dict(benchmark="latency", relays="1,1"), "--relays: 1 is given twice"),
+        (dict(sizes="3:17"), "--sizes: 3:17: a LOW:HIGH range runs over powers of two and 3 B is not one"),
+    ],
+)
+def test_a_value_twice_and_a_range_not_of_powers_of_two_are_refused(kw, text):
+    # a value given twice was run twice; 3:17 ran 3, 6 and 12 B under a help that says
+    # "powers of two"
+    with pytest.raises(TcaError, match=text):
+        net_bench.command(_args(**kw))
+
+
 def test_sizes_and_rates_parse():
     assert net_bench.sizes("1024:8192") == [1024, 2048, 4096, 8192]
     assert net_bench.sizes("8,64") == [8, 64]

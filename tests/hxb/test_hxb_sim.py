@@ -133,6 +133,36 @@ def test_errors_are_one_line(tca, args, fragment):
     assert len(lines) == 1 and fragment in lines[0], proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["bandwidth", "--links", "2", "--sizes", "64,64"], "--sizes: 64 B is given twice"),
+        (["budget", "--sizes", "1K,1024"], "--sizes: 1024 B is given twice"),
+        (["bandwidth", "--links", "2,2", "--sizes", "64"], "--links: 2 is given twice"),
+        (["latency", "--relays", "1,1"], "--relays: 1 is given twice"),
+        (["neighbour", "--links", "2", "--dims", "1,1", "--sizes", "4K"], "--dims: 1 is given twice"),
+        (
+            ["bandwidth", "--links", "2", "--sizes", "3:17"],
+            "--sizes: 3:17: a LOW:HIGH range runs over powers of two and 3 B is not one "
+            "(give other sizes as a comma list)",
+        ),
+        (
+            ["budget", "--sizes", "4:1000"],
+            "--sizes: 4:1000: a LOW:HIGH range runs over powers of two and 1000 B is not one",
+        ),
+    ],
+)
+def test_a_value_twice_and_a_range_not_of_powers_of_two_are_refused(capsys, args, message):
+    # a value given twice was run twice (its rows twice in --json); 3:17 ran 3, 6 and 12 B
+    # under a help that says "powers of two"
+    from tca.cli import main
+
+    assert main(["hxb", "bench", *args, "--platform", "hxb-testbed-2006"]) == 2
+    out = capsys.readouterr()
+    assert out.err.startswith(f"tca: error: {message}") and out.err.count("\n") == 1
+    assert out.out == ""
+
+
 LATENCY = ["latency", "--platform", "hxb-testbed-2006", "--links", "2", "--sizes", "4"]
 
 

@@ -244,3 +244,19 @@ def test_an_empty_option_value_is_named(capsys, command, option, value):
     out = capsys.readouterr()
     assert out.err == f"tca: error: {option}: empty value (give one, or leave the option out)\n"
     assert out.out == ""
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--mode", "sim", "--scheduler", "fifo,victream,fifo"], "--scheduler: fifo is given twice"),
+        (["--attach", "expether", "--devices", "1,2,1"], "--devices: 1 is given twice"),
+    ],
+)
+def test_bench_a_value_given_twice_is_refused(capsys, args, message):
+    # fifo,fifo ran fifo twice and printed both; --devices 1,1 ran the ExpEther point twice
+    from tca.cli import main
+
+    assert main(["victream", "bench", *args]) == 2
+    out = capsys.readouterr()
+    assert out.err == f"tca: error: {message}\n" and out.out == ""

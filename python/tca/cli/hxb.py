@@ -36,7 +36,10 @@ def add_parser(subparsers) -> None:
             help="sim: a simulated platform (default); net: real links between namespaces on this host",
         )
         b.add_argument("--links", help="links per dimension, a comma list (e.g. 2,4,6,8,9)")
-        b.add_argument("--sizes", help="message sizes: LOW:HIGH powers of two or a list")
+        b.add_argument(
+            "--sizes",
+            help="message sizes: a list, or LOW:HIGH, the powers of two from LOW to HIGH (e.g. 4:1M)",
+        )
         if name == "latency":
             b.add_argument("--relays", default="0,1,2", help="relay counts, a comma list (default 0,1,2)")
         if name == "neighbour":

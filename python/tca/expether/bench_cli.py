@@ -30,7 +30,9 @@ def add_bench_parser(subparsers):
             b.add_argument("--drives", type=int, help="SSDs in the RAID-0 up to this many (default: all)")
         else:
             b.add_argument(
-                "--sizes", help="transfer sizes, multiples of 4 KiB: a list or LOW:HIGH (default 4K,64M)"
+                "--sizes",
+                help="transfer sizes, multiples of 4 KiB: a list, or LOW:HIGH, the powers of two from LOW "
+                "to HIGH (default 4K,64M)",
             )
         add_options(b, trace="write a Chrome trace-event file of one run")
         b.set_defaults(func=cmd_bench)

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from tca import TcaError
+from tca.cli.options import distinct
 from tca.common.report import Row
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -51,6 +52,7 @@ def _command(args) -> list[str]:
     paths = [p.strip() for p in str(args.paths).split(",")]
     if not paths or not all(p.isdigit() and 1 <= int(p) <= 8 for p in paths):
         raise TcaError(f"--paths {args.paths!r}: a comma list of 1..8")
+    distinct((int(p) for p in paths), "--paths")
     loss = _fraction(str(args.loss), "loss", 0.5)
     if not 1 <= args.mb <= 1024:
         raise TcaError(f"--mb {args.mb}: 1..1024")

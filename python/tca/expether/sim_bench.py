@@ -20,9 +20,9 @@ import argparse
 from pathlib import Path
 
 from tca import TcaError
+from tca.cli import options
 from tca.common.report import Row
 from tca.peach import platforms
-from tca.units import parse_sizes
 
 SEED = "seed 002"
 FIG_4_10 = f"{SEED} §4.2.2, Fig. 4.10"
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace, update=None) -> tuple[list[Row], str]:
             raise TcaError(f"--drives must be at least 1 (got {args.drives})")
         rows, title = aggregation_rows(args.platform, args.drives)
     elif args.benchmark == "latency":
-        sizes = parse_sizes(args.sizes or "4K,64M")
+        sizes = options.sizes(args.sizes or "4K,64M")
         bad = [s for s in sizes if s % 4096 or s > 1 << 30]
         if bad:
             raise TcaError(f"--sizes: {bad[0]} B is not a multiple of 4 KiB up to 1 GiB")

@@ -24,8 +24,9 @@ import subprocess
 from pathlib import Path
 
 from tca import TcaError
+from tca.cli import options
 from tca.common.report import Row
-from tca.units import parse_counts, parse_sizes
+from tca.units import parse_counts
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "hxb-net-bench"
@@ -59,7 +60,7 @@ def mpi_program() -> Path:
 
 def sizes(text: str) -> list[int]:
     """``LOW:HIGH`` (powers of two) or a comma list, with units (``64K``), up to 64 MiB."""
-    values = parse_sizes(text)
+    values = options.sizes(text)
     if any(v > 1 << 26 for v in values):
         raise TcaError("--sizes: at most 64 MiB")
     return values
@@ -83,7 +84,7 @@ def losses(text: str) -> list[float]:
         raise TcaError(f"--loss: {text!r} is not a comma list of fractions") from None
     if any(not 0.0 < v < 0.5 for v in values):
         raise TcaError("--loss: fractions above 0 and below 0.5 (0.01 is 1 %)")
-    return values
+    return options.distinct(values, "--loss")
 
 
 def baselines(text: str | None) -> list[str]:
@@ -91,7 +92,7 @@ def baselines(text: str | None) -> list[str]:
     for b in names:
         if b not in BASELINES:
             raise TcaError(f"--baselines: unknown {b!r} (tcp, mptcp, openmpi)")
-    return names
+    return options.distinct(names, "--baselines")
 
 
 def command(args) -> tuple[list[str], int]:
@@ -103,7 +104,7 @@ def command(args) -> tuple[list[str], int]:
     names = baselines(args.baselines)
     bit_s = rate(args.rate or "1G")
     if args.benchmark == "bandwidth":
-        links = parse_counts(args.links or "1,2,4,6", "--links", (1, 9))
+        links = options.distinct(parse_counts(args.links or "1,2,4,6", "--links", (1, 9)), "--links")
         sz = sizes(args.sizes or "4096,65536,1048576")
         loss = losses(args.loss) if args.loss else []
         cmd = ["bandwidth", "--links", ",".join(map(str, links)), "--loss", ",".join(map(str, loss))]
@@ -115,9 +116,9 @@ def command(args) -> tuple[list[str], int]:
             raise TcaError("--loss applies to bandwidth only")
         if "openmpi" in names:
             raise TcaError("--baselines openmpi: bandwidth only (tcp, mptcp for latency)")
-        links = parse_counts(args.links or "2", "--links", (1, 9))
+        links = options.distinct(parse_counts(args.links or "2", "--links", (1, 9)), "--links")
         sz = sizes(args.sizes or "8,1024,8192")
-        relays = parse_counts(args.relays, "--relays", (0, 2))
+        relays = options.distinct(parse_counts(args.relays, "--relays", (0, 2)), "--relays")
         cmd = ["latency", "--links", ",".join(map(str, links)), "--relays", ",".join(map(str, relays))]
         points = len(links) * len(sz) * (len(relays) + (len(names) if 0 in relays else 0))
     cmd += ["--sizes", ",".join(map(str, sz)), "--rate", str(bit_s), "--baselines", ",".join(names) or ","]

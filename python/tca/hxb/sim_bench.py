@@ -23,9 +23,10 @@ import argparse
 from collections.abc import Callable
 
 from tca import TcaError, _native
+from tca.cli import options
 from tca.common.report import Row
 from tca.peach import platforms
-from tca.units import parse_counts, parse_sizes
+from tca.units import parse_counts
 
 SEED = "seed 004"
 LINK_MB = 125.0  # theoretical MB/s of one GbE link per direction (hxb.md "Conventions")
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace, update: Update) -> tuple[list[Row], str]:
 
 
 def _links(args, default: str, high: int = 64) -> list[int]:
-    return parse_counts(args.links or default, "--links", (1, high))
+    return options.distinct(parse_counts(args.links or default, "--links", (1, high)), "--links")
 
 
 # The largest message the simulator takes: it holds each message's frames and bytes, about six
@@ -167,7 +168,7 @@ MAX_SIM_SIZE = 256 << 20
 def _sizes(args, default: str, one: str | None = None) -> list[int]:
     """The message sizes of ``--sizes`` (``default`` when not given), at most
     ``MAX_SIM_SIZE``; exactly one where ``one`` names why."""
-    sizes = parse_sizes(args.sizes or default)
+    sizes = options.sizes(args.sizes or default)
     if max(sizes) > MAX_SIM_SIZE:
         raise TcaError(f"--sizes: at most {MAX_SIM_SIZE >> 20} MiB on the simulator")
     if one is not None and len(sizes) != 1:
@@ -266,7 +267,7 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
     the platform lacks is left out and named in the title (Table 6's "-" cell: 4 links in 3-D
     need 12 ports, the testbed has 9)."""
     links = _links(args, "2")
-    relays = parse_counts(args.relays, "--relays", (0, 2))
+    relays = options.distinct(parse_counts(args.relays, "--relays", (0, 2)), "--relays")
     size = _sizes(args, "4", "the latency is measured at one size, for each link count and relay count")[0]
     rows: list[Row] = []
     skipped: list[str] = []
@@ -340,7 +341,7 @@ def _latency(args, path, name, ports, trace, update) -> tuple[list[Row], str]:
 
 def _neighbour(args, path, name, trace, update) -> tuple[list[Row], str]:
     links = _links(args, "2")
-    dims = parse_counts(args.dims, "--dims", (1, 3))
+    dims = options.distinct(parse_counts(args.dims, "--dims", (1, 3)), "--dims")
     size = _sizes(args, "1M", "the neighbour exchange is measured at one size")[0]
     rows: list[Row] = []
     total, done = len(links) * len(dims) * 3, 0

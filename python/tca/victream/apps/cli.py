@@ -15,7 +15,7 @@ import argparse
 import time
 
 from tca import TcaError
-from tca.cli.options import reject_empty
+from tca.cli.options import distinct, reject_empty
 from tca.common.report import Row, to_json
 from tca.units import parse_bytes
 from tca.victream.api.context import MODES
@@ -136,7 +136,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         bus_latency=args.bus_latency,
         data=args.data,
         partition=args.partition,
-        schedulers=tuple(s.strip() for s in args.scheduler.split(",") if s.strip()),
+        schedulers=tuple(
+            distinct((s.strip() for s in args.scheduler.split(",") if s.strip()), "--scheduler")
+        ),
         mode=args.mode,
         iterations=args.iterations,
         compute_speed=args.compute_speed,
@@ -206,7 +208,7 @@ def _int_list(text: str, what: str) -> list[int]:
         raise TcaError(f"{what}: expected comma-separated numbers, got '{text}'") from None
     if not out:
         raise TcaError(f"{what}: no number given")
-    return out
+    return distinct(out, what)
 
 
 def cmd_optimal(args: argparse.Namespace) -> int:
