@@ -259,3 +259,41 @@ def test_an_mpi_program_on_the_path_is_sent_to_mpirun(tca, tmp_path, library):
         cwd=ROOT,
     )
     assert_one_line_error(proc, "mpi_prog is an MPI program: start it with mpirun")
+
+
+@pytest.mark.parametrize("value", ["", "fast", "EXACT"])
+def test_an_unknown_tlp_resolution_is_named(tca, monkeypatch, value):
+    # TCA_SIM_TLPS chooses how the simulator moves TLPs (crates/tca/model/src/train.rs).
+    monkeypatch.setenv("TCA_SIM_TLPS", value)
+    proc = tca("bench", "dma-bw", *SIM, "--experiment", "fig4", check=False)
+    assert_one_line_error(proc, f"TCA_SIM_TLPS={value!r}", "'trains'", "'exact'")
+
+
+def test_exact_tlps_give_the_trains_times_for_a_lone_stream(tca, monkeypatch, tmp_path):
+    # A ping-pong's DMAs, each alone on its path, get the same times whether their TLPs move in
+    # trains or one by one.
+    args = (
+        "bench",
+        "pingpong",
+        "--platform",
+        "ha-pacs-tca",
+        "--pair",
+        "gpu-gpu",
+        "--mode",
+        "dma",
+        "--sizes",
+        "8,300,4K,5000,1M",
+        "--json",
+    )
+    trains = tca(*args).stdout
+    monkeypatch.setenv("TCA_SIM_TLPS", "exact")
+    assert tca(*args).stdout == trains
+    # ... though they did move differently: the trace shows the trains.
+    traces = {}
+    for mode in ("exact", "trains"):
+        monkeypatch.setenv("TCA_SIM_TLPS", mode)
+        trace = tmp_path / f"{mode}.json"
+        tca("bench", "pingpong", "--platform", "ha-pacs-tca", "--sizes", "4K", "--trace", str(trace))
+        traces[mode] = trace.read_text()
+    assert "MWr 2048 B (8 TLPs of 256 B)" in traces["trains"]
+    assert "TLPs of" not in traces["exact"] and "MWr 256 B" in traces["exact"]

@@ -213,6 +213,23 @@ pub struct Server {
     /// The last item's size and service time: a link mostly carries TLPs of one size, and the
     /// division costs more than the rest of a transmission.
     last: (u64, SimTime),
+    /// The last train while it is the last thing served, and when the last item that went
+    /// between its items ends ([`Server::transmit_between`]).
+    train: Option<Train>,
+    between_free: SimTime,
+}
+
+/// A train as a [`Server`] took it.
+#[derive(Debug, Clone, Copy)]
+struct Train {
+    /// When its first item arrived, and the time between two arrivals.
+    arrival: SimTime,
+    gap: SimTime,
+    /// When its first item started, each item's service, the items, and when the last ended.
+    start: SimTime,
+    each: SimTime,
+    count: u64,
+    last_end: SimTime,
 }
 
 impl Server {
@@ -224,6 +241,8 @@ impl Server {
             free_at: SimTime::ZERO,
             busy: SimTime::ZERO,
             last: (0, SimTime::ZERO),
+            train: None,
+            between_free: SimTime::ZERO,
         }
     }
 
@@ -236,12 +255,22 @@ impl Server {
             free_at: SimTime::ZERO,
             busy: SimTime::ZERO,
             last: (0, SimTime::ZERO),
+            train: None,
+            between_free: SimTime::ZERO,
         }
     }
 
     /// A resource with only a latency (no throughput limit).
     pub fn latency_only(latency: SimTime) -> Self {
-        Self { ps_per_byte: (0, 1), latency, free_at: SimTime::ZERO, busy: SimTime::ZERO, last: (0, SimTime::ZERO) }
+        Self {
+            ps_per_byte: (0, 1),
+            latency,
+            free_at: SimTime::ZERO,
+            busy: SimTime::ZERO,
+            last: (0, SimTime::ZERO),
+            train: None,
+            between_free: SimTime::ZERO,
+        }
     }
 
     /// Takes `bytes` arriving at `now` and queues them behind earlier items.
@@ -251,7 +280,68 @@ impl Server {
         let service = if bytes == self.last.0 { self.last.1 } else { self.service(bytes) };
         self.free_at = start + service;
         self.busy += service;
+        self.train = None;
         Transmission { start, end: self.free_at, out: self.free_at + self.latency }
+    }
+
+    /// As [`Server::transmit`], but an item arriving while the last train is served goes
+    /// between two of its items, after those that arrived before it, instead of after the
+    /// whole train (a read request may not pass the writes ahead of it, but waits for no later
+    /// one). The train keeps its times; what comes after it waits for this item too.
+    pub fn transmit_between(&mut self, now: SimTime, bytes: u64) -> Transmission {
+        let Some(train) = self.train.filter(|t| now < t.last_end) else { return self.transmit(now, bytes) };
+        // The train's items that arrived by `now`, and when the last of them ends.
+        let ps = |t: SimTime| t.as_ps();
+        let ahead = match ps(now).checked_sub(ps(train.arrival)) {
+            None => 0,
+            Some(_) if train.gap == SimTime::ZERO => train.count,
+            Some(d) => (d / ps(train.gap) + 1).min(train.count),
+        };
+        let start = match ahead {
+            0 => now,
+            j => SimTime::from_ps(
+                (ps(train.start) + ps(train.each) * j)
+                    .max(ps(train.arrival) + ps(train.gap) * (j - 1) + ps(train.each)),
+            ),
+        };
+        let start = start.max(now).max(self.between_free);
+        if start >= train.last_end {
+            return self.transmit(now, bytes);
+        }
+        let service = if bytes == self.last.0 { self.last.1 } else { self.service(bytes) };
+        let end = start + service;
+        self.between_free = end;
+        self.free_at += service;
+        self.busy += service;
+        Transmission { start, end, out: end + self.latency }
+    }
+
+    /// Takes a train of `count` items of `each` bytes, the first arriving at `arrival` and the
+    /// last `span` later, in order and with nothing else between them; returns the first
+    /// item's transmission and when the last one's serialisation ends.
+    ///
+    /// Both are those `count` calls of [`Server::transmit`] would give when the gaps between
+    /// the arrivals never shrink along the train (as behind a FIFO that started idle or
+    /// busy): the last item then ends either `count` services after the first starts or one
+    /// service after it arrives, whichever is later.
+    pub fn transmit_train(
+        &mut self,
+        arrival: SimTime,
+        span: SimTime,
+        each: u64,
+        count: u64,
+    ) -> (Transmission, SimTime) {
+        let start = arrival.max(self.free_at);
+        let service = if each == self.last.0 { self.last.1 } else { self.service(each) };
+        let all = SimTime::from_ps(service.as_ps() * count);
+        let last_end = (start + all).max(arrival + span + service);
+        self.free_at = last_end;
+        self.busy += all;
+        let gap = SimTime::from_ps(span.as_ps() / (count - 1).max(1));
+        self.train = Some(Train { arrival, gap, start, each: service, count, last_end });
+        self.between_free = start;
+        let end = start + service;
+        (Transmission { start, end, out: end + self.latency }, last_end)
     }
 
     /// Serialisation time of `bytes`, remembered for the next item.
@@ -362,5 +452,47 @@ mod tests {
         assert_eq!(s.transmit(ns(700), 0), t(700, 700, 710));
         assert_eq!(s.transmit(ns(700), 100), t(700, 800, 810));
         assert_eq!(s.busy(), SimTime::from_ns(401));
+    }
+
+    /// A read request arriving while a train is served goes after the train's items that
+    /// arrived before it, not after the whole train, and delays what comes after the train.
+    #[test]
+    fn an_item_between_goes_after_the_train_items_ahead_of_it() {
+        let ns = SimTime::from_ns;
+        let mut one = Server::with_bandwidth(1_000_000_000, ns(10));
+        let mut train = one.clone();
+        // Eight items of 100 B arriving 150 ns apart from 100 ns; a 20-B item at 420 ns, when
+        // three have arrived (100, 250, 400): it goes after the third ends (500 ns).
+        let txs: Vec<_> = (0..3).map(|k| one.transmit(ns(100 + k * 150), 100)).collect();
+        let between = one.transmit(ns(420), 20);
+        assert_eq!(txs[2].end, ns(500));
+        assert_eq!(between, Transmission { start: ns(500), end: ns(520), out: ns(530) });
+        let (first, last_end) = train.transmit_train(ns(100), ns(7 * 150), 100, 8);
+        assert_eq!((first.end, last_end), (ns(200), ns(1250)));
+        assert_eq!(train.transmit_between(ns(420), 20), between);
+        // A second one queues behind the first; after the train, items wait for both.
+        assert_eq!(train.transmit_between(ns(430), 20).start, ns(520));
+        assert_eq!(train.transmit(ns(0), 100).start, ns(1290));
+        // Before the train arrives, or with no train, it is an ordinary item.
+        let mut idle = Server::with_bandwidth(1_000_000_000, SimTime::ZERO);
+        assert_eq!(idle.transmit_between(ns(5), 20).start, ns(5));
+    }
+
+    /// A train gives the first and last times of its items sent one by one: arriving faster
+    /// than served, slower than served, and behind a busy server that it catches up with.
+    #[test]
+    fn a_train_ends_as_its_items_one_by_one() {
+        let ns = SimTime::from_ns;
+        for (busy_until, gap) in [(0, 40), (0, 150), (300, 150), (300, 40), (2000, 150)] {
+            let (mut one, mut train) =
+                (Server::with_bandwidth(1_000_000_000, ns(10)), Server::with_bandwidth(1_000_000_000, ns(10)));
+            one.transmit(ns(0), busy_until);
+            train.transmit(ns(0), busy_until);
+            let txs: Vec<_> = (0..8).map(|k| one.transmit(ns(100 + k * gap), 100)).collect();
+            let (first, last_end) = train.transmit_train(ns(100), ns(7 * gap), 100, 8);
+            assert_eq!((first, last_end), (txs[0], txs[7].end), "busy until {busy_until} ns, {gap} ns apart");
+            assert_eq!(train.busy(), one.busy());
+            assert_eq!(train.transmit(ns(0), 1), one.transmit(ns(0), 1));
+        }
     }
 }

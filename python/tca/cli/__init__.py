@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from tca import TcaError
@@ -37,6 +38,17 @@ def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParse
     return parser
 
 
+# How the simulated PEACH2 fabric moves TLPs (crates/tca/model/src/train.rs): in trains (the
+# default), or one by one.
+TLP_RESOLUTION = "TCA_SIM_TLPS"
+
+
+def check_tlp_resolution() -> None:
+    value = os.environ.get(TLP_RESOLUTION)
+    if value not in (None, "trains", "exact"):
+        raise TcaError(f"{TLP_RESOLUTION}={value!r}: expected 'trains' (the default) or 'exact' (TLP by TLP)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # Only the command named is imported: `tca run` and `tca cc` then start without numpy,
@@ -50,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.rest = extra + args.rest
     try:
+        check_tlp_resolution()
         return args.func(args)
     except TcaError as e:
         print(f"tca: error: {e}", file=sys.stderr)

@@ -151,7 +151,8 @@ def run(
     program's last lines of stderr."""
     check_fabric(fabric)
     cmd = run_command(exe, nodes, fabric, list(args), platform, list(sim_args))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TCA_")}
+    # The run's own settings only; how the simulator moves TLPs is the caller's choice.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCA_") or k == "TCA_SIM_TLPS"}
     env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     if fabric != "sim":
         # More ranks than cores: waits must sleep, not spin; give slow peers time.

@@ -143,6 +143,14 @@ impl Cluster {
         Cluster { sim: Simulation::new(), model: ClusterModel::new(platform) }
     }
 
+    /// As [`Cluster::new`], but every TLP moves on its own whatever `TCA_SIM_TLPS` says: the
+    /// reference the trains ([`crate::train`]) are checked against.
+    pub fn tlp_by_tlp(platform: &Platform) -> Self {
+        let mut c = Cluster::new(platform);
+        c.model.train_bytes = 0;
+        c
+    }
+
     /// Current virtual time.
     pub fn now(&self) -> SimTime {
         self.sim.now()
@@ -318,6 +326,8 @@ pub(crate) struct NodeHw {
     /// Completions and writes leaving host memory, each after its latency.
     pub(crate) memory_reads: Departures<Tlp>,
     pub(crate) memory_writes: Departures<Tlp>,
+    /// Trains of writes into each GPU, visible as their last TLP arrives ([`crate::train`]).
+    pub(crate) gpu_writes: Vec<Departures<Tlp>>,
 }
 
 pub(crate) struct CpuStore {
@@ -344,6 +354,8 @@ pub(crate) enum Fifo {
     MemoryRead(u32),
     /// Writes reaching a node's host memory, visible as they leave.
     MemoryWrite(u32),
+    /// Trains of writes reaching GPU `.1` of node `.0`, visible as they leave.
+    GpuWrite(u32, u32),
 }
 
 /// A word-sized tag puts every field on a word: the queue moves events as whole words (with a
@@ -378,6 +390,15 @@ pub(crate) enum Ev {
         channel: u8,
         id: u64,
     },
+    /// The last byte of a train of completions for read request `request` has entered the
+    /// datapath ([`crate::train`]).
+    TrainPosted {
+        node: u32,
+        channel: u8,
+        last: bool,
+        request: u32,
+        bytes: u32,
+    },
     Timer {
         id: u64,
     },
@@ -405,6 +426,8 @@ pub(crate) struct ClusterModel {
     pub(crate) pio_chunk: u64,
     /// `forward_cycles` of the chip as time, computed once (a 128-bit division).
     pub(crate) forward: SimTime,
+    /// Most payload bytes of one train ([`crate::train`]); no trains below `max_payload`.
+    pub(crate) train_bytes: u64,
 }
 
 impl ClusterModel {
@@ -425,6 +448,7 @@ impl ClusterModel {
                 datapath: Departures::new(Fifo::Emit(n as u32)),
                 memory_reads: Departures::new(Fifo::MemoryRead(n as u32)),
                 memory_writes: Departures::new(Fifo::MemoryWrite(n as u32)),
+                gpu_writes: (0..gpus).map(|g| Departures::new(Fifo::GpuWrite(n as u32, g))).collect(),
             })
             .collect();
         ClusterModel {
@@ -444,6 +468,7 @@ impl ClusterModel {
             outputs: Vec::new(),
             pio_chunk: p.host.pio_write_combining,
             forward: p.peach2.cycles(p.peach2.forward_cycles),
+            train_bytes: crate::train::train_bytes(p),
         }
     }
 
@@ -500,6 +525,9 @@ impl Model for ClusterModel {
             Ev::Kicked { node, channel, seq } => self.kicked(ctx, node, channel, seq),
             Ev::Decoded { node, channel, seq } => self.decoded(ctx, node, channel, seq),
             Ev::DoneReached { node, channel, id } => self.done_reached(ctx, node, channel, id),
+            Ev::TrainPosted { node, channel, last, request, bytes } => {
+                self.completion_posted(ctx, node, channel, request as usize, u64::from(bytes), last)
+            }
             Ev::Timer { id } => self.outputs.push((ctx.now(), Output::Timer { id })),
         }
     }

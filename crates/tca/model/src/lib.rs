@@ -8,7 +8,8 @@
 //! - [`peach2`]: the timing of a PEACH2 DMA channel;
 //! - `topology` and `transport`: the hardware as FIFO resources, and TLPs moving through them;
 //! - `departures`: the TLPs leaving a FIFO, one event for all of them;
-//! - `lookahead`: several TLPs of one feeder in one event where no other feeder can come first.
+//! - `lookahead`: several TLPs of one feeder in one event where no other feeder can come first;
+//! - [`train`]: the completions of a read request, and their writes, moved as one.
 
 #![warn(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod peach2;
 pub mod platform;
 pub mod router;
 mod topology;
+pub mod train;
 mod transport;
 
 pub use cluster::{Cluster, ClusterError, LinkStats, Output};

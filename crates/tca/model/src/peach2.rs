@@ -93,12 +93,12 @@ struct Item {
 pub(crate) struct ReadRequest {
     /// Sequence number of the write it belongs to.
     seq: u64,
-    src: u64,
-    dst: u64,
+    pub(crate) src: u64,
+    pub(crate) dst: u64,
     len: u64,
     received: u64,
     /// The largest payload of the writes it becomes (`ClusterModel::max_payload_to`).
-    max_payload: u64,
+    pub(crate) max_payload: u64,
 }
 
 /// One DMA channel of a PEACH2.
@@ -165,6 +165,10 @@ impl Channel {
     pub(crate) fn done_is_next(&self) -> bool {
         self.next_emit < self.next_decode
             && matches!(self.items[(self.next_emit - self.first) as usize].work, Work::Done { .. })
+    }
+
+    pub(crate) fn request(&self, r: usize) -> &ReadRequest {
+        &self.requests[r]
     }
 
     fn new_request(&mut self, r: ReadRequest) -> usize {
@@ -281,8 +285,8 @@ impl ClusterModel {
             match item.work {
                 Work::Write { .. } if item.stage != Stage::Finished => return,
                 Work::Status { id, dst } => {
-                    let forward = self.forward;
-                    self.emit_write(ctx, forward, node, dst, 4, Purpose::Status { channel, id, needed: 0 });
+                    let purpose = Purpose::Status { channel, id, needed: 0 };
+                    self.emit_write(ctx, node, dst, 4, purpose, (1, SimTime::ZERO));
                 }
                 Work::Done { id } => {
                     if ch.hop0_pending > 0 {
@@ -327,8 +331,41 @@ impl ClusterModel {
     }
 
     /// A completion of `bytes` for data read request `r` reached the chip: its bytes leave
-    /// again as posted writes.
+    /// again as posted writes. A train of completions (`subs` TLPs whose last arrives `span`
+    /// after the first) leaves as one train of writes, posted when its last byte is in.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn data_completed(
+        &mut self,
+        ctx: &mut Context<'_, Ev>,
+        node: u32,
+        channel: u8,
+        r: usize,
+        bytes: u64,
+        (subs, span): (u16, SimTime),
+        last: bool,
+    ) {
+        let ch = self.channel(node, channel);
+        let req = &mut ch.requests[r];
+        let mps = req.max_payload;
+        let (seq, dst, src) = (req.seq, req.dst + req.received, req.src + req.received);
+        req.received += bytes;
+        let Work::Write { id, .. } = ch.item(seq).work else { unreachable!("reads belong to writes") };
+        if subs == 1 {
+            for (addr, n) in split_requests(dst, bytes, mps) {
+                let purpose = Purpose::Data { channel, id, src: src + (addr - dst) };
+                self.emit_write(ctx, node, addr, n, purpose, (1, SimTime::ZERO));
+            }
+            self.completion_posted(ctx, node, channel, r, bytes, last);
+        } else {
+            // A train's completions each become one write (`ClusterModel::serve_read`).
+            self.emit_write(ctx, node, dst, bytes, Purpose::Data { channel, id, src }, (subs, span));
+            let (request, bytes) = (r as u32, bytes as u32);
+            ctx.schedule_in(span, Ev::TrainPosted { node, channel, last, request, bytes });
+        }
+    }
+
+    /// The last byte of a completion (or train) for read request `r` has entered the datapath.
+    pub(crate) fn completion_posted(
         &mut self,
         ctx: &mut Context<'_, Ev>,
         node: u32,
@@ -337,22 +374,13 @@ impl ClusterModel {
         bytes: u64,
         last: bool,
     ) {
-        let forward = self.forward;
         let ch = self.channel(node, channel);
-        let req = &mut ch.requests[r];
-        let mps = req.max_payload;
-        let (seq, dst, src) = (req.seq, req.dst + req.received, req.src + req.received);
-        req.received += bytes;
-        let Work::Write { id, .. } = ch.item(seq).work else { unreachable!("reads belong to writes") };
-        for (addr, n) in split_requests(dst, bytes, mps) {
-            let purpose = Purpose::Data { channel, id, src: src + (addr - dst) };
-            self.emit_write(ctx, forward, node, addr, n, purpose);
-        }
-        let ch = self.channel(node, channel);
+        let seq = ch.requests[r].seq;
         let item = ch.item(seq);
         item.left -= bytes;
         if item.left == 0 {
             item.stage = Stage::Finished;
+            let Work::Write { id, .. } = item.work else { unreachable!("reads belong to writes") };
             self.outputs.push((ctx.now(), Output::Posted { id }));
         }
         if last {
@@ -363,16 +391,17 @@ impl ClusterModel {
         self.pump(ctx, node, channel);
     }
 
-    /// A posted write of `payload` bytes to global `addr` leaves the DMA datapath of `node`'s
-    /// chip after `delay`, to be routed there.
+    /// A posted write of `payload` bytes to global `addr` (or a train of `subs` writes whose
+    /// last comes `span` after the first) leaves the DMA datapath of `node`'s chip after
+    /// `forward_cycles`, to be routed there.
     fn emit_write(
         &mut self,
         ctx: &mut Context<'_, Ev>,
-        delay: SimTime,
         node: u32,
         addr: u64,
         payload: u64,
         mut purpose: Purpose,
+        (subs, span): (u16, SimTime),
     ) {
         let dst_node = self.map.node_of(addr).expect("checked when the work was taken") as usize;
         let ch_index = match purpose {
@@ -387,7 +416,8 @@ impl ClusterModel {
             _ => {}
         }
         let mut t = Tlp::write(addr, payload, node, purpose);
-        let at = ctx.now() + delay;
+        (t.subs, t.span) = (subs, span);
+        let at = ctx.now() + self.forward;
         if self.route_at_chip(node, &mut t) {
             self.nodes[node as usize].datapath.push(ctx, at, t);
         } else {

@@ -69,6 +69,11 @@ pub(crate) struct Tlp {
     /// Set once the TLP has left the chip that made it, and for CPU stores: it no longer
     /// counts toward its channel's TLPs in the chip.
     forwarded: bool,
+    /// PCIe TLPs it stands for: more than one for a train ([`crate::train`]), whose payload is
+    /// theirs together.
+    pub(crate) subs: u16,
+    /// From the arrival of a train's first TLP at its next hop to that of its last.
+    pub(crate) span: SimTime,
 }
 
 impl Tlp {
@@ -101,6 +106,8 @@ impl Tlp {
             origin,
             purpose,
             forwarded: false,
+            subs: 1,
+            span: SimTime::ZERO,
         }
     }
 
@@ -119,6 +126,8 @@ impl Tlp {
             origin: node,
             purpose,
             forwarded: true,
+            subs: 1,
+            span: SimTime::ZERO,
         }
     }
 }
@@ -217,6 +226,7 @@ impl ClusterModel {
             Fifo::Emit(node) => &mut self.nodes[node as usize].datapath,
             Fifo::MemoryRead(node) => &mut self.nodes[node as usize].memory_reads,
             Fifo::MemoryWrite(node) => &mut self.nodes[node as usize].memory_writes,
+            Fifo::GpuWrite(node, g) => &mut self.nodes[node as usize].gpu_writes[g as usize],
         };
         let t = departures.pop(ctx);
         match fifo {
@@ -225,7 +235,7 @@ impl ClusterModel {
                 let forward = self.forward;
                 self.advance_from(ctx, t, ctx.now() + forward);
             }
-            Fifo::MemoryWrite(_) => self.visible(ctx.now(), t),
+            Fifo::MemoryWrite(_) | Fifo::GpuWrite(..) => self.visible(ctx.now(), t),
             _ => self.advance(ctx, t),
         }
     }
@@ -265,31 +275,53 @@ impl ClusterModel {
             };
             let (origin, stream) = (t.origin, t.stream());
             let hop = &mut self.hops[hop_index];
-            let bytes = match &hop.link {
-                Some(link) => link.wire_bytes(kind, addr, payload),
-                None => payload,
+            let (tx, last_end) = if t.subs == 1 {
+                let bytes = match &hop.link {
+                    Some(link) => link.wire_bytes(kind, addr, payload),
+                    None => payload,
+                };
+                let tx = match kind {
+                    // A read request does not wait for the end of a train of writes ahead.
+                    TlpKind::MemRead => hop.server.transmit_between(arrival, bytes),
+                    _ => hop.server.transmit(arrival, bytes),
+                };
+                (tx, tx.end)
+            } else {
+                let subs = u64::from(t.subs);
+                let each = payload.div_ceil(subs);
+                let each = match &hop.link {
+                    Some(link) => link.wire_bytes(kind, addr, each),
+                    None => each,
+                };
+                let (tx, last_end) = hop.server.transmit_train(arrival, t.span, each, subs);
+                t.span = last_end - tx.end;
+                (tx, last_end)
             };
-            let tx = hop.server.transmit(arrival, bytes);
             let behind = std::mem::replace(&mut hop.last_stream, stream);
             let stalled = tx.start > arrival && behind != stream;
-            hop.tlps += 1;
-            hop.stalled += u64::from(stalled);
+            hop.tlps += u64::from(t.subs);
+            hop.stalled += if stalled { u64::from(t.subs) } else { 0 };
             if let Some(track) = hop.track.filter(|_| ctx.tracing()) {
                 let mut label = match kind {
                     TlpKind::MemWrite => format!("MWr {payload} B"),
                     TlpKind::MemRead => format!("MRd {read_len} B"),
                     TlpKind::Completion => format!("CplD {payload} B"),
                 };
+                match (t.subs, payload % u64::from(t.subs)) {
+                    (1, _) => {}
+                    (n, 0) => label += &format!(" ({n} TLPs of {} B)", payload / u64::from(n)),
+                    (n, _) => label += &format!(" ({n} TLPs)"),
+                }
                 if stalled {
                     label += &format!(", stalled behind {}", stream_name(behind));
                 }
-                ctx.span(track, &label, tx.start, tx.end.max(tx.start + SimTime::from_ps(1)));
+                ctx.span(track, &label, tx.start, last_end.max(tx.start + SimTime::from_ps(1)));
             }
             if let (true, Some(channel)) = (leaving_chip, channel) {
                 // The channel's TLP has started on the link out of its chip.
                 let ch = self.channel(origin, channel);
                 ch.hop0_pending -= 1;
-                ch.hop0_end = ch.hop0_end.max(tx.end);
+                ch.hop0_end = ch.hop0_end.max(last_end);
                 // Only a done marker waits for the TLPs before it to leave the chip; every
                 // other stage is pumped by the event that unblocks it.
                 if ch.hop0_pending == 0 && ch.done_is_next() && ch.schedule_pump() {
@@ -339,16 +371,23 @@ impl ClusterModel {
             (Dest::Chip(node), TlpKind::Completion, Purpose::Completion { of, last }) => match of {
                 Reads::Fetch { channel, seq } => self.fetch_completed(ctx, node, channel, seq, last),
                 Reads::Data { channel, request } => {
-                    self.data_completed(ctx, node, channel, request, u64::from(t.payload), last)
+                    let train = (t.subs, t.span);
+                    self.data_completed(ctx, node, channel, request, u64::from(t.payload), train, last)
                 }
             },
             (Dest::HostMemory(_) | Dest::Gpu(..), TlpKind::MemRead, _) => self.serve_read(ctx, t),
             (Dest::HostMemory(n), TlpKind::MemWrite, _) => {
                 let node = &mut self.nodes[n as usize];
-                let tx = node.host_memory.transmit(now, u64::from(t.payload));
-                node.memory_writes.push(ctx, tx.end + self.host.memory_write_latency, t);
+                let (subs, payload) = (u64::from(t.subs), u64::from(t.payload));
+                let (_, last_end) = node.host_memory.transmit_train(now, t.span, payload.div_ceil(subs), subs);
+                node.memory_writes.push(ctx, last_end + self.host.memory_write_latency, t);
             }
-            (Dest::Gpu(..), TlpKind::MemWrite, _) => self.visible(now, t),
+            (Dest::Gpu(..), TlpKind::MemWrite, _) if t.subs == 1 => self.visible(now, t),
+            // A train's bytes become visible with its last TLP.
+            (Dest::Gpu(n, g), TlpKind::MemWrite, _) => {
+                let at = now + t.span;
+                self.nodes[n as usize].gpu_writes[g as usize].push(ctx, at, t)
+            }
             (d, k, _) => panic!("no handler for {k:?} at {d:?}"),
         }
     }
@@ -370,6 +409,8 @@ impl ClusterModel {
             origin: node,
             purpose,
             forwarded: true,
+            subs: 1,
+            span: SimTime::ZERO,
         };
         self.advance(ctx, t);
     }
@@ -388,17 +429,45 @@ impl ClusterModel {
             Dest::HostMemory(_) => (self.host_rcb, self.host_mps),
             _ => (self.gpu_rcb, self.host_mps.min(self.gpu_mps)),
         };
+        // Data completions go as trains of up to `train_bytes` ([`crate::train`]): runs of
+        // completions of one size, each of which becomes one write of that size, so that every
+        // TLP of a train, and of the train of writes it becomes, is alike (a descriptor's are
+        // too few to gain from it).
+        let (train_bytes, to_dst) = match of {
+            Reads::Data { channel, request } => {
+                let r = self.nodes[t.origin as usize].channels[channel as usize].request(request);
+                (self.train_bytes, Some((r.dst.wrapping_sub(r.src), r.max_payload)))
+            }
+            Reads::Fetch { .. } => (0, None),
+        };
+        let one_write = |src: u64, n: u64| {
+            to_dst.is_some_and(|(delta, mps)| n <= mps && src.wrapping_add(delta) % 4096 + n <= 4096)
+        };
         let mut left = u64::from(t.read_len);
-        for bytes in split_completions(t.addr, left, rcb, mps) {
+        let mut at = t.addr;
+        let mut pieces = split_completions(t.addr, left, rcb, mps).peekable();
+        while let Some(first) = pieces.next() {
+            let (mut bytes, mut subs) = (first, 1u16);
+            if one_write(at, first) {
+                while let Some(&next) = pieces.peek() {
+                    if next != first || bytes + next > train_bytes || !one_write(at + bytes, next) {
+                        break;
+                    }
+                    (bytes, subs) = (bytes + next, subs + 1);
+                    pieces.next();
+                }
+            }
+            at += bytes;
             left -= bytes;
-            let ready = match t.dest {
-                Dest::HostMemory(node) => {
-                    self.nodes[node as usize].host_memory.transmit(now, bytes).end + self.host.memory_read_latency
-                }
-                Dest::Gpu(node, g) => {
-                    self.nodes[node as usize].gpu_read[g as usize].transmit(now, bytes).end + self.gpu_read_latency
-                }
+            let (server, latency) = match t.dest {
+                Dest::HostMemory(node) => (&mut self.nodes[node as usize].host_memory, self.host.memory_read_latency),
+                Dest::Gpu(node, g) => (&mut self.nodes[node as usize].gpu_read[g as usize], self.gpu_read_latency),
                 Dest::Chip(_) => unreachable!(),
+            };
+            let ready = server.transmit(now, first).end + latency;
+            let span = match bytes - first {
+                0 => SimTime::ZERO,
+                rest => server.transmit(now, rest).end + latency - ready,
             };
             let c = Tlp {
                 kind: TlpKind::Completion,
@@ -412,6 +481,8 @@ impl ClusterModel {
                 origin: t.origin,
                 purpose: Purpose::Completion { of, last: left == 0 },
                 forwarded: true,
+                subs,
+                span,
             };
             match t.dest {
                 // Only this GPU's reads feed its link back, in the order they are served.

@@ -92,7 +92,9 @@ fn same_run_gives_byte_identical_traces() {
         t.to_json()
     };
     let a = trace();
-    assert!(a.contains("\"MWr 256 B\"") && a.contains("\"CplD 256 B\"") && a.contains("node0 PEACH2 DMA channel 0"));
+    // Each 1 KiB read comes back, and goes on, as one train of 256-byte TLPs.
+    assert!(a.contains("\"MWr 1024 B (4 TLPs of 256 B)\"") && a.contains("\"CplD 1024 B (4 TLPs of 256 B)\""));
+    assert!(a.contains("node0 PEACH2 DMA channel 0"));
     assert_eq!(a, trace());
 }
 
@@ -110,8 +112,11 @@ fn a_tlp_carries_at_most_the_smallest_max_payload_on_its_path() {
     let mut t = Trace::new();
     let slower = run_dma(&small, &to_gpu, Some(&mut t)).unwrap();
     let json = t.to_json();
-    assert!(json.contains("\"MWr 128 B\"") && !json.contains("\"MWr 256 B\""), "writes into the GPU of 128 B");
-    assert!(json.contains("\"CplD 256 B\""), "completions from host memory keep 256 B");
+    assert!(
+        json.contains("TLPs of 128 B)") && !json.contains("MWr 2048 B (8 TLPs of 256 B)"),
+        "writes into the GPU of 128 B"
+    );
+    assert!(json.contains("\"CplD 2048 B (8 TLPs of 256 B)\""), "completions from host memory keep 256 B");
     let usual = run_dma(&testbed(), &to_gpu, None).unwrap();
     assert!(slower.bandwidth() < usual.bandwidth() * 0.97, "{} against {} B/s", slower.bandwidth(), usual.bandwidth());
     assert_eq!(

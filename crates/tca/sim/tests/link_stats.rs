@@ -65,12 +65,13 @@ fn colliding_dma_streams_stall_on_the_shared_ring_link() {
     let entry = format!("{{\"link\": \"{SHARED}\", \"stalled_tlps\": {}, ", b.stalled_tlps);
     assert!(json.contains(&entry), "{json}");
 
-    // The trace shows the link's occupancy, TLP by TLP, on its own track, and names the stream
-    // a stalled TLP queued behind.
+    // The trace shows the link's occupancy, a train of TLPs (half a read request) at a time, on
+    // its own track, and names the stream a stalled train queued behind.
     let track = format!("\"args\":{{\"name\":\"{SHARED}\"}}");
     assert!(both_trace.contains(&track) && alone_trace.contains(&track));
-    assert!(alone_trace.contains("\"name\":\"MWr 256 B\""));
+    let train = "MWr 2048 B (8 TLPs of 256 B)";
+    assert!(alone_trace.contains(&format!("\"name\":\"{train}\"")));
     assert!(!alone_trace.contains("stalled behind"));
-    assert!(both_trace.contains("\"name\":\"MWr 256 B, stalled behind node1 DMA channel 0\""));
-    assert!(both_trace.contains("\"name\":\"MWr 256 B, stalled behind node0 DMA channel 0\""));
+    assert!(both_trace.contains(&format!("\"name\":\"{train}, stalled behind node1 DMA channel 0\"")));
+    assert!(both_trace.contains(&format!("\"name\":\"{train}, stalled behind node0 DMA channel 0\"")));
 }
