@@ -297,3 +297,19 @@ def test_exact_tlps_give_the_trains_times_for_a_lone_stream(tca, monkeypatch, tm
         traces[mode] = trace.read_text()
     assert "MWr 2048 B (8 TLPs of 256 B)" in traces["trains"]
     assert "TLPs of" not in traces["exact"] and "MWr 256 B" in traces["exact"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["pingpong", "--platform", "ha-pacs-tca", "--sizes", "64,64"], "--sizes: 64 B is given twice"),
+        (["local-copy", "--platform", "ha-pacs-tca", "--sizes", "1K,1024"], "--sizes: 1024 B is given twice"),
+        (["pingpong", "--platform", "ha-pacs-tca", "--sizes", "12:100"], "12 B is not one"),
+        (["dma-bw", *SIM, "--experiment", "fig4", "--sizes", ""], "--sizes: empty value"),
+        (["pingpong", "--platform", "ha-pacs-tca", "--sizes", "64", "--plot", ""], "--plot: empty value"),
+    ],
+)
+def test_bench_sizes_twice_a_range_off_powers_of_two_and_empty_values_are_refused(tca, args, message):
+    # Each of these ran: a size twice gave its rows twice, 12:100 ran 12, 24, 48 and 96 B, an
+    # empty --sizes ran the default sizes and an empty --plot wrote nothing.
+    assert_one_line_error(tca("bench", *args, check=False), message)

@@ -6,12 +6,14 @@ import argparse
 import sys
 
 from tca import TcaError, _native
+from tca.cli.options import reject_empty
+from tca.cli.options import sizes as distinct_sizes
 from tca.cli.output import add_options, check_files, emit
 from tca.common import report
 from tca.common.progress import progress_bar
 from tca.peach import platforms
 from tca.peach.bench import block_stride, dma_bw, local_copy, pingpong
-from tca.units import parse_counts, parse_sizes
+from tca.units import parse_counts
 
 
 def add_parser(subparsers) -> None:
@@ -97,6 +99,18 @@ def add_parser(subparsers) -> None:
     add_options(hm)
     hm.set_defaults(func=cmd_himeno)
     add_app_parsers(bench)
+    for sub in bench.choices.values():
+        sub.set_defaults(func=refusing_empty_values(sub.get_default("func")))
+
+
+def refusing_empty_values(cmd):
+    """``cmd``, after refusing an option given an empty value (``--plot ""`` wrote nothing)."""
+
+    def run(args: argparse.Namespace) -> int:
+        reject_empty(args)
+        return cmd(args)
+
+    return run
 
 
 def add_app_parsers(bench) -> None:
@@ -196,7 +210,7 @@ def run_dma_bw(
 
 
 def cmd_dma_bw(args: argparse.Namespace) -> int:
-    sizes = parse_sizes(args.sizes) if args.sizes else None
+    sizes = distinct_sizes(args.sizes) if args.sizes else None
     if sizes and args.experiment == "fig6":
         raise TcaError("--sizes does not apply to fig6 (4 KB transfers, 1-128 descriptors)")
     check_files(args)
@@ -205,7 +219,7 @@ def cmd_dma_bw(args: argparse.Namespace) -> int:
 
 
 def cmd_pingpong(args: argparse.Namespace) -> int:
-    sizes = parse_sizes(args.sizes) if args.sizes else None
+    sizes = distinct_sizes(args.sizes) if args.sizes else None
     check_files(args)
     if args.fabric == "shm":
         # This machine, for real: the C ping-pong on the shm fabric beside MPI-3 RMA (Open MPI,
@@ -262,7 +276,7 @@ def cmd_block_stride(args: argparse.Namespace) -> int:
 
 
 def cmd_local_copy(args: argparse.Namespace) -> int:
-    sizes = parse_sizes(args.sizes) if args.sizes else None
+    sizes = distinct_sizes(args.sizes) if args.sizes else None
     check_files(args)
     p = platforms.load(args.platform)
     with progress_bar("local-copy", not args.json) as update:
@@ -282,7 +296,7 @@ def cmd_collective(args: argparse.Namespace) -> int:
     cfg = collective.Config(
         op=args.op,
         nodes=parse_counts(args.nodes, "--nodes"),
-        sizes=parse_sizes(args.sizes) if args.sizes else collective.DEFAULT_SIZES,
+        sizes=distinct_sizes(args.sizes) if args.sizes else collective.DEFAULT_SIZES,
         fabric=args.fabric,
         platform=args.platform,
         memory=args.memory,
