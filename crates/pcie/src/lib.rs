@@ -235,35 +235,24 @@ struct Train {
 impl Server {
     /// A server moving `bytes_per_second` with `latency` added after each item.
     pub fn with_bandwidth(bytes_per_second: u64, latency: SimTime) -> Self {
-        Self {
-            ps_per_byte: (1_000_000_000_000, bytes_per_second),
-            latency,
-            free_at: SimTime::ZERO,
-            busy: SimTime::ZERO,
-            last: (0, SimTime::ZERO),
-            train: None,
-            between_free: SimTime::ZERO,
-        }
+        Self::new((1_000_000_000_000, bytes_per_second), latency)
     }
 
     /// The server for one direction of a PCIe link (counts wire bytes).
     pub fn for_link(spec: &LinkSpec) -> Self {
         let (data, line) = spec.generation.encoding();
-        Self {
-            ps_per_byte: (8 * line * 1_000_000_000_000, data * u64::from(spec.lanes) * spec.rate_per_lane),
-            latency: spec.latency,
-            free_at: SimTime::ZERO,
-            busy: SimTime::ZERO,
-            last: (0, SimTime::ZERO),
-            train: None,
-            between_free: SimTime::ZERO,
-        }
+        let ps_per_byte = (8 * line * 1_000_000_000_000, data * u64::from(spec.lanes) * spec.rate_per_lane);
+        Self::new(ps_per_byte, spec.latency)
     }
 
     /// A resource with only a latency (no throughput limit).
     pub fn latency_only(latency: SimTime) -> Self {
+        Self::new((0, 1), latency)
+    }
+
+    fn new(ps_per_byte: (u64, u64), latency: SimTime) -> Self {
         Self {
-            ps_per_byte: (0, 1),
+            ps_per_byte,
             latency,
             free_at: SimTime::ZERO,
             busy: SimTime::ZERO,
