@@ -313,3 +313,21 @@ def test_bench_sizes_twice_a_range_off_powers_of_two_and_empty_values_are_refuse
     # Each of these ran: a size twice gave its rows twice, 12:100 ran 12, 24, 48 and 96 B, an
     # empty --sizes ran the default sizes and an empty --plot wrote nothing.
     assert_one_line_error(tca("bench", *args, check=False), message)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run"],
+        ["bench", "pingpong", "--bogus"],
+        ["hxb", "bench", "bandwidth", "--fabric", "SIM"],
+        ["victream", "bench", "--workload"],
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_help(tca, args):
+    # argparse printed its usage block before the error.
+    proc = tca(*args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tca") and ": error: " in lines[0], proc.stderr
+    assert lines[0].endswith("--help)") and "usage:" not in proc.stderr

@@ -28,8 +28,16 @@ from tca import TcaError
 COMMANDS = ("platforms", "bench", "demo", "run", "cc", "hxb", "expether", "victream")
 
 
+class Parser(argparse.ArgumentParser):
+    """A usage error in one line, as every other error of the CLI (argparse printed the usage
+    block first); the parsers of the subcommands are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tca", description="Tightly Coupled Accelerators: simulated platforms and benchmarks."
     )
     sub = parser.add_subparsers(dest="command", required=True)

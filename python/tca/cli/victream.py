@@ -17,9 +17,10 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_victream(args: argparse.Namespace) -> int:
+    from tca.cli import Parser
     from tca.victream.apps import cli
 
-    parser = argparse.ArgumentParser(prog="tca")
+    parser = Parser(prog="tca")
     cli.add_parser(parser.add_subparsers(dest="command", required=True))
     inner = parser.parse_args(["victream", *args.rest])
     return inner.func(inner)
