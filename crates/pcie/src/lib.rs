@@ -275,8 +275,8 @@ impl Server {
 
     /// As [`Server::transmit`], but an item arriving while the last train is served goes
     /// between two of its items, after those that arrived before it, instead of after the
-    /// whole train (a read request may not pass the writes ahead of it, but waits for no later
-    /// one). The train keeps its times; what comes after it waits for this item too.
+    /// whole train: first in, first out, as if the train's items had come one by one. The
+    /// train keeps its times; what comes after it waits for this item too.
     pub fn transmit_between(&mut self, now: SimTime, bytes: u64) -> Transmission {
         let Some(train) = self.train.filter(|t| now < t.last_end) else { return self.transmit(now, bytes) };
         // The train's items that arrived by `now`, and when the last of them ends.

@@ -11,15 +11,17 @@
 //! - when its first TLP and its last TLP leave, for a stream alone on its path (the gaps between
 //!   the TLPs of a burst never shrink along a chain of FIFOs): a ping-pong or a block-stride
 //!   exchange gets the times of TLP by TLP to the picosecond;
-//! - a read request that arrives while a train is on a link goes after the train's TLPs that
+//! - a lone TLP (a read request, a descriptor's completion, a status word, another stream's
+//!   small write) that arrives while a train is on a link goes after the train's TLPs that
 //!   arrived before it, not after the whole train ([`pcie::Server::transmit_between`]).
 //!
 //! What it changes:
-//! - where streams of writes share a link they take it a train at a time, not a TLP at a time:
+//! - where trains of two streams share a link they take it a train at a time, not a TLP at a time:
 //!   a stream that would have alternated with a train waits for its end (at most 2 KiB, about
-//!   0.6 us on a Gen2 x8 link). Collectives on 16 ranks move by up to 2 % (docs/sim-c.md);
+//!   0.6 us on a Gen2 x8 link). Whole iterations of the examples move by under 2 %, a short
+//!   wait after a contended transfer by more (docs/sim-c.md, "Trains");
 //! - a train that finds a link busy with another stream counts all its TLPs as stalled
-//!   ([`crate::LinkStats`]), so collisions count fewer than TLP by TLP;
+//!   ([`crate::LinkStats`]), so the count differs from TLP by TLP;
 //! - the bytes of a train become visible with its last TLP (never earlier than on the
 //!   hardware), and its writes count as posted when their last byte has entered the datapath.
 //!
@@ -33,10 +35,10 @@ pub const EXACT_VARIABLE: &str = "TCA_SIM_TLPS";
 
 /// Most payload bytes of one train: eight TLPs of 256 B, half a read request of 4 KiB.
 ///
-/// The size trades speed for the error where streams share a link. Measured on `allgather 512K
-/// 10` on 16 ranks of `ha-pacs-tca` against TLP by TLP (docs/sim-c.md): trains of 1 KiB are
-/// within 0.14 % at every size, 2 KiB within 0.9 %, 4 KiB within 2.1 %; the 100-iteration
-/// sweep takes 54, 37 and 22 s of this machine (TLP by TLP: 128 s).
+/// The size trades speed for the error where streams share a link. Measured in a first version
+/// of the trains on `allgather 512K 10` on 16 ranks of `ha-pacs-tca` against TLP by TLP
+/// (docs/sim-c.md): trains of 1 KiB were within 0.14 % at every size, 2 KiB within 0.9 %, 4 KiB
+/// within 2.1 %; the 100-iteration sweep took 54, 37 and 22 s of this machine (TLP by TLP: 128 s).
 pub const TRAIN_BYTES: u64 = 2048;
 
 /// Most payload bytes of one train: [`TRAIN_BYTES`] or a read request, whichever is smaller,

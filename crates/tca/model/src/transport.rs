@@ -280,11 +280,9 @@ impl ClusterModel {
                     Some(link) => link.wire_bytes(kind, addr, payload),
                     None => payload,
                 };
-                let tx = match kind {
-                    // A read request does not wait for the end of a train of writes ahead.
-                    TlpKind::MemRead => hop.server.transmit_between(arrival, bytes),
-                    _ => hop.server.transmit(arrival, bytes),
-                };
+                // A lone TLP takes its turn among the TLPs of a train ahead, in the order they
+                // arrived, as TLP by TLP.
+                let tx = hop.server.transmit_between(arrival, bytes);
                 (tx, tx.end)
             } else {
                 let subs = u64::from(t.subs);
@@ -464,11 +462,9 @@ impl ClusterModel {
                 Dest::Gpu(node, g) => (&mut self.nodes[node as usize].gpu_read[g as usize], self.gpu_read_latency),
                 Dest::Chip(_) => unreachable!(),
             };
-            let ready = server.transmit(now, first).end + latency;
-            let span = match bytes - first {
-                0 => SimTime::ZERO,
-                rest => server.transmit(now, rest).end + latency - ready,
-            };
+            // The completions of a train are of one size: each is served as it would be alone.
+            let (tx, last_end) = server.transmit_train(now, SimTime::ZERO, first, u64::from(subs));
+            let (ready, span) = (tx.end + latency, last_end - tx.end);
             let c = Tlp {
                 kind: TlpKind::Completion,
                 addr: t.addr,
