@@ -331,3 +331,10 @@ def test_a_usage_error_is_one_line_naming_the_help(tca, args):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tca") and ": error: " in lines[0], proc.stderr
     assert lines[0].endswith("--help)") and "usage:" not in proc.stderr
+
+
+def test_dma_bw_names_the_gpus_a_series_needs(tca):
+    # peach3-testbed has one GPU per node: fig4's GPU-GPU series said "node is not in this
+    # sub-cluster: 1024 B of Gpu(1) memory".
+    proc = tca("bench", "dma-bw", "--platform", "peach3-testbed", "--experiment", "fig4", check=False)
+    assert_one_line_error(proc, "GPU-GPU series needs 2 GPUs per node and peach3-testbed has 1")

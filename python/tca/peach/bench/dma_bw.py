@@ -75,6 +75,13 @@ def run(
         if n <= 0 or n % 4:
             raise TcaError(f"transfer size {n} B is not a positive multiple of 4")
     todo = points(experiment, sizes)
+    for p in todo:
+        needs = max((int(m[3:]) + 1 for m in (p.src, p.dst) if m.startswith("gpu")), default=0)
+        if needs > platform.gpus:
+            raise TcaError(
+                f"{experiment}'s {p.series} series needs {needs} GPUs per node and {platform.name} has "
+                f"{platform.gpus} (seed 000 measured the PEACH2 testbed)"
+            )
     x_unit = "descriptors" if experiment == "fig6" else "B"
     rows: list[Row] = []
     for i, p in enumerate(todo):
